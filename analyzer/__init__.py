@@ -1,0 +1,20 @@
+"""mcore-diagnose: find the first failing rank, the cause and the fix in a failed job's logs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "analyze"]
+
+if TYPE_CHECKING:
+    from analyzer.api import analyze
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `mcore-diagnose --version` must not pay for polars and the catalog.
+    if name == "analyze":
+        from analyzer.api import analyze
+
+        return analyze
+    raise AttributeError(name)

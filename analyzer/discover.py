@@ -1,0 +1,213 @@
+"""Find the log files of a job: SLURM outputs, per-task files, torchrun ``--log-dir`` trees.
+
+Binary files (checkpoints, pickles, images, profiler dumps) are recognised by content and
+skipped with a reason; symlinks are followed only inside the job directory and never twice.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import regex
+
+LOG_SUFFIXES = (".out", ".err", ".log", ".txt", ".stdout", ".stderr")
+"""File names read inside a directory (also with ``.gz``); ``error.json`` too."""
+
+_ATTEMPT_DIR = regex.compile(r"^attempt_(\d+)$")
+_TASK_NAME = regex.compile(r"(?:^|[-_.])(?:task|t)[-_]?(\d{1,5})(?=\.[^.]+$|$)")
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"PK\x03\x04", "zip archive (e.g. a torch.save checkpoint)"),
+    (b"\x7fELF", "executable"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed file"),
+    (b"BZh", "bzip2-compressed file"),
+    (b"\xfd7zXZ", "xz-compressed file"),
+    (b"\x93NUMPY", "numpy array"),
+    (b"SQLite format 3", "SQLite database"),
+    (b"%PDF", "PDF document"),
+)
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A file to read, with what its path says about it."""
+
+    path: Path
+    rel: str
+    """Path relative to the job directory (what reports show)."""
+    size: int
+    compressed: bool = False
+    stream: str | None = None
+    """``stdout``/``stderr`` when the name says so, else None (combined)."""
+    attempt: int | None = None
+    local_rank: int | None = None
+    task: int | None = None
+    node_hint: str | None = None
+    is_error_json: bool = False
+
+
+@dataclass
+class Discovery:
+    """What was found under the given paths, and what was skipped and why."""
+
+    files: list[LogFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Paths that could not be opened at all (shown even without --verbose)."""
+
+
+def sniff_binary(head: bytes) -> str | None:
+    """Why ``head`` (the first KiB of a file) is not a text log, or None if it looks like one."""
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "Python pickle (e.g. a flight-recorder dump or checkpoint)"
+    if not head:
+        return None
+    nul = head.count(b"\x00")
+    ctrl = sum(1 for b in head if b < 9 or 13 < b < 27 or 27 < b < 32)
+    if nul > len(head) // 8 or ctrl > len(head) * 3 // 10:
+        return "binary content"
+    return None
+
+
+def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
+    name = path.name[:-3] if compressed else path.name
+    parts = Path(rel).parts
+    stream = None
+    attempt = local_rank = task = None
+    node_hint = None
+    lower = name.lower()
+    if lower.endswith((".err", ".stderr")) or lower.startswith("stderr"):
+        stream = "stderr"
+    elif lower.endswith((".stdout",)) or lower.startswith("stdout") or lower.endswith(".out"):
+        stream = "stdout" if not lower.startswith("slurm-") else None
+    for i, part in enumerate(parts[:-1]):
+        m = _ATTEMPT_DIR.match(part)
+        if m:
+            attempt = int(m[1])
+            if i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
+                local_rank = int(parts[i + 1])
+            # <host>/<run_id>_<rand>/attempt_N: the directory above the run dir names a node
+            if i >= 2:
+                node_hint = parts[i - 2]
+    m = _TASK_NAME.search(name)
+    if m and attempt is None:
+        task = int(m[1])
+    # A slurm-%j.out combined file is stdout+stderr of every task.
+    if lower.startswith("slurm-"):
+        stream = None
+    return LogFile(
+        path=path,
+        rel=rel,
+        size=size,
+        compressed=compressed,
+        stream=stream,
+        attempt=attempt,
+        local_rank=local_rank,
+        task=task,
+        node_hint=node_hint,
+        is_error_json=name == "error.json",
+    )
+
+
+def _is_log_name(name: str) -> bool:
+    base = name[:-3] if name.endswith(".gz") else name
+    return base.endswith(LOG_SUFFIXES) or base == "error.json" or base.startswith("slurm-")
+
+
+def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explicit: bool) -> None:
+    if not explicit and not _is_log_name(path.name):
+        out.skipped.append((rel, "not a log file name (.out/.err/.log/.txt, slurm-*, error.json)"))
+        return
+    if st.st_size == 0:
+        out.skipped.append((rel, "empty file"))
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
+    except OSError as exc:
+        out.problems.append(f"{rel}: cannot read ({exc.strerror or exc}); check its permissions")
+        return
+    compressed = head.startswith(GZIP_MAGIC)
+    if not compressed:
+        why = sniff_binary(head)
+        if why:
+            out.skipped.append((rel, f"binary file: {why}"))
+            return
+    out.files.append(_describe(path, rel, st.st_size, compressed))
+
+
+def discover(paths: list[Path]) -> Discovery:
+    """Collect the log files under ``paths`` (directories are walked, files taken as given)."""
+    out = Discovery()
+    for top in paths:
+        try:
+            st = top.stat()
+        except FileNotFoundError:
+            out.problems.append(f"{top}: no such file or directory")
+            continue
+        except OSError as exc:
+            out.problems.append(f"{top}: cannot open ({exc.strerror or exc})")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _walk(top, out)
+        elif stat.S_ISREG(st.st_mode):
+            _check_file(top, top.name, st, out, explicit=True)
+        else:
+            out.problems.append(f"{top}: not a regular file or directory")
+    out.files.sort(key=lambda f: f.rel)
+    return out
+
+
+def _walk(root: Path, out: Discovery) -> None:
+    real_root = root.resolve()
+    seen: set[tuple[int, int]] = set()
+    stack: list[Path] = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            dst = d.stat()
+            if (dst.st_dev, dst.st_ino) in seen:
+                out.skipped.append((_rel(d, root), "directory already visited (symlink loop)"))
+                continue
+            seen.add((dst.st_dev, dst.st_ino))
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            out.problems.append(f"{_rel(d, root)}: cannot list ({exc.strerror or exc})")
+            continue
+        for e in entries:
+            rel = _rel(Path(e.path), root)
+            try:
+                if e.is_symlink():
+                    target = Path(e.path).resolve()
+                    if not target.is_relative_to(real_root):
+                        out.skipped.append((rel, "symlink pointing outside the job directory"))
+                        continue
+                    st = target.stat()
+                else:
+                    st = e.stat(follow_symlinks=False)
+            except (OSError, RuntimeError) as exc:
+                out.skipped.append((rel, f"unreadable entry ({exc})"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(e.path))
+            elif stat.S_ISREG(st.st_mode):
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                _check_file(Path(e.path), rel, st, out, explicit=False)
+
+
+def _rel(p: Path, root: Path) -> str:
+    try:
+        return p.relative_to(root).as_posix() or "."
+    except ValueError:
+        return p.as_posix()

@@ -1,0 +1,120 @@
+"""The rank × event table: one polars row per matched line or assembled traceback."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from analyzer.attribute import Attributed
+
+if TYPE_CHECKING:
+    import polars as pl
+
+BASE_COLUMNS: dict[str, str] = {
+    "file": "str",
+    "line": "int",
+    "offset": "int",
+    "node": "str",
+    "node_index": "int",
+    "host": "str",
+    "rank": "int",
+    "local_rank": "int",
+    "attempt": "int",
+    "time": "datetime",
+    "time_inherited": "bool",
+    "stream": "str",
+    "pattern_id": "str",
+    "category": "str",
+    "role": "str",
+    "title": "str",
+    "level": "str",
+    "text": "str",
+    "message": "str",
+    "traceback": "str",
+}
+
+
+def node_label(host: str | None, node_index: int | None, distinct_hosts: bool) -> str | None:
+    """What a report calls a node: its hostname when hosts tell nodes apart, else its index."""
+    if host and (distinct_hosts or node_index is None):
+        return host
+    if node_index is not None:
+        return str(node_index)
+    return host
+
+
+def build_rows(att: Attributed) -> list[dict[str, Any]]:
+    """Plain-dict rows of the table, in file then line order."""
+    pairs: dict[int, set[str]] = {}
+    for _ev, a in att.events:
+        if a["node_index"] is not None and a["host"]:
+            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
+    all_hosts = {h for hs in pairs.values() for h in hs}
+    distinct = len(all_hosts) >= len(pairs) > 0 or not pairs
+    rows = []
+    for ev, a in att.events:
+        row: dict[str, Any] = {
+            "file": ev.file,
+            "line": ev.line,
+            "offset": ev.offset,
+            "node": node_label(a["host"], a["node_index"], distinct),  # type: ignore[arg-type]
+            "node_index": a["node_index"],
+            "host": a["host"],
+            "rank": a["rank"],
+            "local_rank": a["local_rank"],
+            "attempt": ev.attempt,
+            "time": a["time"],
+            "time_inherited": ev.stamp_inherited,
+            "stream": ev.stream,
+            "pattern_id": ev.pattern_id,
+            "category": ev.category,
+            "role": ev.role,
+            "title": ev.title,
+            "level": ev.level,
+            "text": ev.text,
+            "message": ev.message,
+            "traceback": ev.traceback,
+            "_cause": ev.cause,
+            "_fix": ev.fix,
+        }
+        for k, v in ev.fields.items():
+            if k not in row:
+                row[k] = v
+        rows.append(row)
+    return rows
+
+
+def to_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The event table as a DataFrame with stable column types (fields are strings)."""
+    import polars as pl
+
+    types = {"str": pl.Utf8, "int": pl.Int64, "datetime": pl.Datetime("us"), "bool": pl.Boolean}
+    schema: dict[str, Any] = {k: types[v] for k, v in BASE_COLUMNS.items()}
+    for r in rows:
+        for k in r:
+            if k not in schema and not k.startswith("_"):
+                schema[k] = pl.Utf8
+    data = {k: [r.get(k) for r in rows] for k in schema}
+    return pl.DataFrame(data, schema=schema)
+
+
+def by_rank(events: pl.DataFrame) -> pl.DataFrame:
+    """One row per rank: node, local rank, first event time and category, counts per category."""
+    import polars as pl
+
+    if events.is_empty():
+        return pl.DataFrame(
+            schema={"rank": pl.Int64, "node": pl.Utf8, "local_rank": pl.Int64, "events": pl.UInt32}
+        )
+    ev = events.filter(pl.col("role") != "context").sort(["time", "file", "line"], nulls_last=True)
+    first = ev.group_by("rank", maintain_order=True).agg(
+        pl.col("node").drop_nulls().first().alias("node"),
+        pl.col("local_rank").drop_nulls().first().alias("local_rank"),
+        pl.col("time").first().alias("first_time"),
+        pl.col("category").first().alias("first_category"),
+        pl.col("role").first().alias("first_role"),
+        pl.col("pattern_id").first().alias("first_pattern"),
+        pl.len().alias("events"),
+        pl.col("text").last().alias("last_line"),
+    )
+    counts = ev.pivot(on="category", index="rank", values="line", aggregate_function="len")
+    return first.join(counts, on="rank", how="left", nulls_equal=True).sort("rank", nulls_last=True)

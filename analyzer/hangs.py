@@ -1,0 +1,124 @@
+"""Find the culprit of a hang when only timeouts were logged.
+
+Evidence, strongest first: a desync report naming lagging ranks; ``monitored_barrier``
+naming a rank; a rank whose op type differs at the same sequence number (collective
+mismatch); the one rank with the lowest "last enqueued" work; the one rank of the job missing
+from every collective report. Without such evidence the culprit stays unnamed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+_INTS = regex.compile(r"\d+")
+
+
+@dataclass
+class HangFinding:
+    """The culprit (or None) and how it was found."""
+
+    rank: int | None
+    reason: str
+    confidence: float
+    rows: list[dict[str, Any]]
+    detail: dict[str, Any]
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def find_culprit(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
+    """Compare the ranks' timeout reports; ``universe`` is every rank the job had."""
+    reporting = {r["rank"] for r in timeouts if r.get("rank") is not None}
+    # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
+    for r in timeouts:
+        lag = r.get("lagging_ranks")
+        if lag:
+            ranks = sorted({int(x) for x in _INTS.findall(lag)})
+            if len(ranks) == 1:
+                return HangFinding(
+                    ranks[0],
+                    f"PyTorch's desync report names rank {ranks[0]} as lagging",
+                    0.8,
+                    [r],
+                    {"lagging": ranks},
+                )
+    # 2. Collective mismatch: same sequence number, different op type.
+    by_seq: dict[tuple[str | None, int], dict[int, str]] = defaultdict(dict)
+    for r in timeouts:
+        seq, op, rk = _int(r.get("seq")), r.get("op"), r.get("rank")
+        if seq is not None and op and rk is not None:
+            by_seq[(r.get("pg_id"), seq)][rk] = op
+    for (_pg, seq), ops in sorted(by_seq.items(), key=lambda kv: kv[0][1]):
+        counts = Counter(ops.values())
+        if len(counts) > 1 and len(ops) >= 3:
+            majority, _n = counts.most_common(1)[0]
+            odd = [rk for rk, op in ops.items() if op != majority]
+            if len(odd) == 1:
+                rk = odd[0]
+                rows = [r for r in timeouts if r.get("rank") == rk][:1]
+                return HangFinding(
+                    rk,
+                    f"collective mismatch at SeqNum {seq}: rank {rk} ran {ops[rk]} while the "
+                    f"others ran {majority}",
+                    0.75,
+                    rows,
+                    {"seq": seq, "op": ops[rk], "others_op": majority},
+                )
+    # 3. The one rank whose "last enqueued" work is behind everyone else's.
+    enq: dict[int, int] = {}
+    for r in timeouts:
+        v, rk = _int(r.get("last_enqueued")), r.get("rank")
+        if v is not None and rk is not None:
+            enq[rk] = min(v, enq.get(rk, v))
+    if len(enq) >= 2:
+        low = min(enq.values())
+        lows = [rk for rk, v in enq.items() if v == low]
+        if len(lows) == 1 and any(v > low for v in enq.values()):
+            rk = lows[0]
+            return HangFinding(
+                rk,
+                f"rank {rk} last enqueued work {low} while the others reached "
+                f"{max(enq.values())}: it never issued the collective the others wait in",
+                0.7,
+                [r for r in timeouts if r.get("rank") == rk][:1],
+                {"last_enqueued": low},
+            )
+    # 4. The rank missing from the reports.
+    missing = sorted(universe - reporting)
+    if universe and len(missing) == 1 and len(reporting) >= 2:
+        rk = missing[0]
+        return HangFinding(
+            rk,
+            f"rank {rk} is the only rank of {len(universe)} that reported no collective timeout:"
+            " the others were waiting for it",
+            0.65,
+            [],
+            {"missing": missing},
+        )
+    # 5. The rank whose watchdog raised the dump signal first (a weak pointer).
+    srcs = Counter(_int(r.get("src_rank")) for r in timeouts if r.get("src_rank"))
+    srcs.pop(None, None)
+    why = "the timeout reports do not single out one rank"
+    if len(missing) > 1:
+        why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
+    elif not universe:
+        why += " and the job's world size is not in the logs"
+    if len(srcs) == 1:
+        (src,) = srcs
+        why += f"; the first watchdog to fire was on rank {src}"
+    return HangFinding(None, why, 0.5, [], {"missing": missing})
+
+
+def _short(ranks: list[int]) -> str:
+    if len(ranks) <= 8:
+        return ", ".join(map(str, ranks))
+    return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"

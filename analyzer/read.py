@@ -1,0 +1,90 @@
+"""Read a whole job: discover its files and scan them, on every core when it pays."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from analyzer.catalog import Catalog
+from analyzer.discover import Discovery, LogFile
+from analyzer.scan import FileScan, FileScanner
+
+PARALLEL_MIN_BYTES = 48 << 20
+"""Below this total size one process is faster than starting workers."""
+
+_worker_scanner: FileScanner | None = None
+
+
+def _init_worker(catalog: Catalog) -> None:
+    global _worker_scanner
+    _worker_scanner = FileScanner(catalog)
+
+
+def _scan_in_worker(lf: LogFile) -> FileScan:
+    assert _worker_scanner is not None
+    return _scan_safely(_worker_scanner, lf)
+
+
+def _scan_safely(scanner: FileScanner, lf: LogFile) -> FileScan:
+    try:
+        return scanner.scan(lf)
+    except PermissionError as exc:
+        return FileScan(lf, problem=f"{lf.rel}: permission denied ({exc.strerror}); skipped")
+    except OSError as exc:
+        return FileScan(lf, problem=f"{lf.rel}: cannot read ({exc}); skipped")
+    except MemoryError:
+        return FileScan(lf, problem=f"{lf.rel}: too large to scan in memory; skipped")
+
+
+@dataclass
+class ReadResult:
+    """Every file's scan, in discovery order."""
+
+    discovery: Discovery
+    scans: list[FileScan] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything that could not be read, one line each."""
+        return self.discovery.problems + [s.problem for s in self.scans if s.problem]
+
+
+def default_workers() -> int:
+    """Worker processes: one per core."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def read_job(
+    discovery: Discovery,
+    catalog: Catalog,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReadResult:
+    """Scan every discovered file; ``progress(done_bytes, total_bytes)`` is called as it goes."""
+    files: Sequence[LogFile] = discovery.files
+    total = sum(f.size for f in files)
+    n = default_workers() if workers is None else workers
+    result = ReadResult(discovery)
+    done = 0
+    if n > 1 and total >= PARALLEL_MIN_BYTES and len(files) > 1:
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        with ProcessPoolExecutor(
+            max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(catalog,)
+        ) as pool:
+            for scan in pool.map(_scan_in_worker, files, chunksize=4):
+                result.scans.append(scan)
+                done += scan.file.size
+                if progress:
+                    progress(done, total)
+    else:
+        scanner = FileScanner(catalog)
+        for lf in files:
+            result.scans.append(_scan_safely(scanner, lf))
+            done += lf.size
+            if progress:
+                progress(done, total)
+    return result

@@ -1,0 +1,386 @@
+"""From the event table to a verdict: the earliest root cause that explains the others.
+
+Rules (see the README): symptom and context events never become the verdict while a root event
+exists; roots are ordered by time with a tolerance for clock skew and 1-second stamps, ties go
+to the stronger evidence, then stream order; a SLURM end that struck a job already failed or
+hung is a consequence; the same start-up error on every rank names no single rank; with only
+timeouts the hang analysis names a culprit or says why it cannot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from analyzer.attribute import Geometry
+from analyzer.catalog import render
+from analyzer.categories import SLURM_END_CATEGORIES, strength
+from analyzer.facts import JobFacts
+from analyzer.fixes import tailor_fix
+from analyzer.hangs import find_culprit
+from analyzer.verdict import Diagnosis, Evidence, Verdict
+
+SKEW = timedelta(seconds=2)
+"""Events this close count as simultaneous (clock skew between hosts, 1 s stamps)."""
+_FAR_FUTURE = datetime.max
+_PROMOTABLE = ("host_oom", "native_crash", "nan_loss", "cuda_oom", "cuda_error", "hardware")
+_SYMPTOM_BEFORE_END = ("rendezvous", "collective_timeout", "host_oom", "native_crash", "nan_loss")
+
+
+def _key(r: dict[str, Any]) -> tuple[datetime, int, str, int]:
+    return (r["time"] or _FAR_FUTURE, -strength(r["category"]), r["file"], r["line"])
+
+
+def _earliest(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Earliest by time within the skew tolerance, then strength, then stream order."""
+    timed = [r for r in rows if r["time"] is not None]
+    if not timed:
+        return min(rows, key=lambda r: (-strength(r["category"]), r["file"], r["line"]))
+    t0 = min(r["time"] for r in timed)
+    window = [r for r in timed if r["time"] - t0 <= SKEW]
+    return min(window, key=lambda r: (-strength(r["category"]), r["time"], r["file"], r["line"]))
+
+
+def _evidence(r: dict[str, Any]) -> Evidence:
+    ctx = (r.get("traceback") or "").splitlines()
+    return Evidence(
+        r["file"], r["line"], r["text"], r.get("rank"), r.get("node"), r.get("time"), ctx
+    )
+
+
+def _values(r: dict[str, Any], facts: JobFacts) -> dict[str, Any]:
+    v: dict[str, Any] = {**facts.values, **{k: x for k, x in r.items() if x is not None}}
+    v["rank"] = r.get("rank") if r.get("rank") is not None else "?"
+    return v
+
+
+def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float) -> Verdict:
+    vals = _values(r, facts)
+    cause = render(r.get("_cause") or r.get("title") or "", vals)
+    fix = tailor_fix(r, render(r.get("_fix") or "", vals), facts, geo)
+    return Verdict(
+        category=r["category"],
+        cause=cause,
+        fix=fix,
+        confidence=conf,
+        pattern_id=r["pattern_id"],
+        rank=r.get("rank"),
+        local_rank=r.get("local_rank"),
+        node=r.get("node"),
+        node_index=r.get("node_index"),
+        time=r.get("time"),
+        title=r.get("title") or "",
+        evidence=[_evidence(r)],
+        attempt=r.get("attempt"),
+    )
+
+
+def _signature(r: dict[str, Any]) -> tuple[str, str]:
+    return (r["pattern_id"], r.get("exc_type") or "")
+
+
+def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set[int]:
+    ws = facts.get("world_size") or geo.world_size
+    if not ws and geo.nproc_per_node and geo.nnodes:
+        ws = geo.nproc_per_node * geo.nnodes
+    if isinstance(ws, int) and 0 < ws <= 1_000_000:
+        return set(range(ws))
+    return {r["rank"] for r in rows if r.get("rank") is not None}
+
+
+def _all_ranks_same(
+    chosen: dict[str, Any], roots: list[dict[str, Any]], universe: set[int]
+) -> tuple[bool, list[dict[str, Any]]]:
+    sig = _signature(chosen)
+    same = [r for r in roots if _signature(r) == sig]
+    ranks = {r["rank"] for r in same if r.get("rank") is not None}
+    if len(ranks) >= 2 and (not universe or ranks >= universe or len(ranks) >= len(universe)):
+        return True, same
+    return False, same
+
+
+def _root_verdict(
+    roots: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+) -> Verdict:
+    chosen = _earliest(roots)
+    conf = 0.75 if chosen["pattern_id"] == "python.traceback" else 0.9
+    v = _verdict_from(chosen, facts, geo, conf)
+    every, same = _all_ranks_same(chosen, roots, _universe(rows, facts, geo))
+    if every:
+        timed = sorted((r for r in same if r["time"] is not None), key=lambda r: r["time"])
+        n = len({r["rank"] for r in same})
+        separated = len(timed) >= 2 and timed[1]["time"] - timed[0]["time"] > SKEW
+        if separated:
+            v.rank_note = f"all {n} ranks failed the same way; rank {v.rank} was first"
+        else:
+            v.rank, v.local_rank = None, None
+            v.node = v.node_index = None
+            v.rank_note = f"all {n} ranks failed the same way at the same time: no single rank"
+            v.cause = v.cause.replace(f"Rank {chosen.get('rank')} ", f"All {n} ranks ")
+        for r in same[1:3]:
+            v.evidence.append(_evidence(r))
+    return v
+
+
+def _hang_verdict(
+    timeouts: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+) -> Verdict:
+    finding = find_culprit(timeouts, _universe(rows, facts, geo))
+    first = _earliest(timeouts)
+    v = _verdict_from(first, facts, geo, finding.confidence)
+    v.category = "collective_timeout"
+    ranks = len({r["rank"] for r in timeouts if r.get("rank") is not None})
+    op = first.get("op")
+    seq = first.get("seq")
+    what = f"{op} SeqNum {seq}" if op and seq else "a collective"
+    if finding.rank is not None:
+        culprit_rows = [r for r in rows if r.get("rank") == finding.rank]
+        node = next((r["node"] for r in culprit_rows if r.get("node")), None)
+        v.rank, v.node = finding.rank, node
+        v.local_rank = next(
+            (r["local_rank"] for r in culprit_rows if r.get("local_rank") is not None), None
+        )
+        v.node_index = next(
+            (r["node_index"] for r in culprit_rows if r.get("node_index") is not None), None
+        )
+        if v.node is None and geo.nproc_per_node:
+            v.node_index = finding.rank // geo.nproc_per_node
+            v.node = str(v.node_index)
+        v.cause = (
+            f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
+            f"{finding.rank}: {finding.reason}."
+        )
+        v.rank_note = finding.reason
+        v.evidence = [_evidence(r) for r in finding.rows] + [_evidence(first)]
+    else:
+        v.rank = v.local_rank = v.node_index = None
+        v.node = None
+        v.cause = (
+            f"The job hung: {ranks} rank(s) timed out in {what}, and {finding.reason}, so no "
+            "rank is accused."
+        )
+        v.rank_note = finding.reason
+    v.fix = tailor_fix({**first, "category": "collective_timeout"}, v.fix, facts, geo)
+    return v
+
+
+def _slurm_end_verdict(
+    ends: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+) -> Verdict:
+    end = min(ends, key=_key)
+    v = _verdict_from(end, facts, geo, 0.85)
+    v.rank = v.local_rank = None
+    v.rank_note = "SLURM ended every task of the job"
+    return v
+
+
+def decide(
+    rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+) -> tuple[Verdict, list[Verdict], str]:
+    """The verdict, alternatives and status (``failed``/``ok``) for one attempt's rows."""
+    active = [r for r in rows if r["role"] != "context"]
+    roots = [r for r in active if r["role"] == "root" and r["category"] not in SLURM_END_CATEGORIES]
+    ends = [r for r in active if r["category"] in SLURM_END_CATEGORIES and r["role"] == "root"]
+    symptoms = [r for r in active if r["role"] == "symptom"]
+    alternatives: list[Verdict] = []
+
+    if roots:
+        v = _root_verdict(roots, rows, facts, geo)
+        seen = {(v.category, v.pattern_id)}
+        for r in sorted(roots, key=_key):
+            if (r["category"], r["pattern_id"]) not in seen and len(alternatives) < 3:
+                seen.add((r["category"], r["pattern_id"]))
+                alternatives.append(_verdict_from(r, facts, geo, 0.3))
+        if ends:
+            alternatives.append(_verdict_from(min(ends, key=_key), facts, geo, 0.2))
+        return v, alternatives, "failed"
+
+    if ends:
+        end = min(ends, key=_key)
+        t_end = end["time"]
+        before = [
+            r
+            for r in symptoms
+            if r["category"] in _SYMPTOM_BEFORE_END
+            and (t_end is None or (r["time"] is not None and r["time"] < t_end - SKEW))
+        ]
+        if before:
+            cats = Counter(r["category"] for r in before)
+            if "collective_timeout" in cats:
+                v = _hang_verdict(
+                    [r for r in before if r["category"] == "collective_timeout"], rows, facts, geo
+                )
+            else:
+                cat = max(cats, key=lambda c: (strength(c), cats[c]))
+                first = min((r for r in before if r["category"] == cat), key=_key)
+                v = _verdict_from(first, facts, geo, 0.6)
+            alternatives.append(_slurm_end_verdict(ends, rows, facts, geo))
+            v.cause += f" SLURM then ended the job ({end['title'] or end['category']})."
+            return v, alternatives, "failed"
+        return _slurm_end_verdict(ends, rows, facts, geo), alternatives, "failed"
+
+    promotable = [r for r in symptoms if r["category"] in _PROMOTABLE]
+    if promotable:
+        first = _earliest(promotable)
+        v = _verdict_from(first, facts, geo, 0.6)
+        return v, alternatives, "failed"
+    timeouts = [r for r in symptoms if r["category"] == "collective_timeout"]
+    if timeouts:
+        return _hang_verdict(timeouts, rows, facts, geo), alternatives, "failed"
+    if symptoms:
+        cats = Counter(r["category"] for r in symptoms)
+        first = _earliest(symptoms)
+        cat = cats.most_common(1)[0][0]
+        if cat in ("rendezvous", "network", "nccl_error"):
+            v = _verdict_from(
+                _earliest([r for r in symptoms if r["category"] == cat]), facts, geo, 0.5
+            )
+            return v, alternatives, "failed"
+        v = Verdict(
+            category="unknown",
+            cause=(
+                "The job failed, but no line in its logs names a cause: the earliest sign is "
+                f"“{first['title'] or first['pattern_id']}”."
+            ),
+            fix="Look at the evidence below; if the cause is in a line no pattern knows, add a "
+            "pattern with --patterns DIR.",
+            confidence=0.2,
+            pattern_id=first["pattern_id"],
+            rank=first.get("rank"),
+            local_rank=first.get("local_rank"),
+            node=first.get("node"),
+            node_index=first.get("node_index"),
+            time=first.get("time"),
+            title="Failure with no named cause",
+            evidence=[_evidence(first)],
+            attempt=first.get("attempt"),
+        )
+        return v, alternatives, "failed"
+    v = Verdict(
+        category="none",
+        cause="No failure was found in the logs.",
+        fix="Nothing to fix.",
+        confidence=0.8,
+        title="No failure",
+    )
+    return v, alternatives, "ok"
+
+
+def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], list[str]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["role"] == "context":
+            continue
+        if v.evidence and r["file"] == v.evidence[0].file and r["line"] == v.evidence[0].line:
+            continue
+        groups[r["category"]].append(r)
+    out: dict[str, Any] = {}
+    lines: list[str] = []
+    for cat, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        ranks = {r["rank"] for r in rs if r.get("rank") is not None}
+        times = [r["time"] for r in rs if r["time"] is not None]
+        pats = Counter(r["pattern_id"] for r in rs)
+        out[cat] = {
+            "ranks": len(ranks),
+            "events": len(rs),
+            "first_time": min(times).isoformat() if times else None,
+            "patterns": dict(pats.most_common(5)),
+        }
+        top = rs[0]
+        what = top.get("title") or top["pattern_id"]
+        ops = Counter((r.get("op"), r.get("seq")) for r in rs if r.get("op"))
+        if ops:
+            (op, seq), _n = ops.most_common(1)[0]
+            what += f" on {op}" + (f" SeqNum {seq}" if seq else "")
+        when = ""
+        if times and v.time:
+            delta = min(times) - v.time
+            if delta.total_seconds() > 1:
+                when = f" {_human(delta)} later"
+        who = f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''}" if ranks else "the job"
+        lines.append(f"{who} then hit “{what}”{when} ({len(rs):,} lines) — downstream")
+    return out, lines
+
+
+def _human(d: timedelta) -> str:
+    s = int(d.total_seconds())
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | None:
+    if v.category == "none":
+        return None
+    if facts.checkpoint_saving:
+        return "checkpoint save"
+    if v.category in ("config", "import_error", "rendezvous", "cuda_device_max_connections"):
+        return "start-up"
+    if facts.last_iteration is None:
+        return "start-up"
+    if facts.last_iteration <= 1:
+        return "first iteration"
+    return "training"
+
+
+def _attempt_of(rows: list[dict[str, Any]]) -> None:
+    """Give combined-stream events an attempt number from torchrun's restart lines."""
+    restarts: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        if "restart" in r["pattern_id"] and r.get("attempt") is None:
+            restarts[r["file"]].append(r["line"])
+    for r in rows:
+        if r.get("attempt") is None and r["file"] in restarts:
+            r["attempt"] = sum(1 for ln in restarts[r["file"]] if ln < r["line"])
+
+
+def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> Diagnosis:
+    """The job's diagnosis: one verdict per torchrun attempt, and the one for the job."""
+    _attempt_of(rows)
+    attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
+    per_attempt: list[Verdict] = []
+    if len(attempts) > 1:
+        for a in attempts:
+            ar = [r for r in rows if r.get("attempt") in (a, None)]
+            va, _alts, _st = decide(ar, facts, geo)
+            va.attempt = a
+            per_attempt.append(va)
+    v, alts, status = decide(rows, facts, geo)
+    if per_attempt:
+        first = next((x for x in per_attempt if x.category not in ("none", "unknown")), None)
+        if first is not None and (first.category, first.pattern_id) != (v.category, v.pattern_id):
+            alts.insert(0, v)
+            v = first
+        echoes = {"rendezvous", "collective_timeout", "unknown", "none", v.category}
+        for x in per_attempt:
+            if x.attempt != v.attempt and x.category not in echoes:
+                alts.insert(0, x)
+        n = len(per_attempt)
+        v.cause += f" (attempt {v.attempt} of {n}; see the per-attempt verdicts)"
+    symptoms, lines = _summarise(rows, v)
+    ranks: dict[int, dict[str, Any]] = {}
+    for r in sorted((r for r in rows if r["role"] != "context"), key=_key):
+        rk = r.get("rank")
+        if rk is not None and rk not in ranks:
+            ranks[rk] = {
+                "node": r.get("node"),
+                "role": r["role"],
+                "category": r["category"],
+                "time": r["time"].isoformat() if r["time"] else None,
+            }
+    for rk in _universe(rows, facts, geo):
+        ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})
+    return Diagnosis(
+        status=status,
+        verdict=v,
+        alternatives=alts,
+        symptoms=symptoms,
+        symptom_lines=lines,
+        facts=facts.as_dict(),
+        attempts=per_attempt,
+        phase=_phase(v, facts, rows),
+        ranks=ranks,
+    )
