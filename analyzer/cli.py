@@ -6,13 +6,14 @@ import os
 import shutil
 import sys
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from analyzer import __version__
+from analyzer.triage.cli import triage_app
 
 EXIT_DIAGNOSED = 0
 EXIT_UNKNOWN = 1
@@ -48,9 +49,10 @@ app = typer.Typer(
 )
 patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")
 app.add_typer(patterns_app, name="patterns")
+app.add_typer(triage_app, name="triage")
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """Report formats."""
 
     terminal = "terminal"
@@ -60,7 +62,7 @@ class Format(str, Enum):
     json = "json"
 
 
-class TableFormat(str, Enum):
+class TableFormat(StrEnum):
     """Event table formats."""
 
     table = "table"

@@ -64,15 +64,14 @@ def _config(row: dict[str, Any], facts: JobFacts, geo: Geometry, base: str) -> s
     pp = _int(row.get("pp")) or _int(facts.get("pp")) or 1
     cp = _int(row.get("cp")) or _int(facts.get("cp")) or 1
     heads = _int(row.get("heads")) or _int(facts.get("heads"))
-    if "heads" in text or "num_attention_heads" in text:
-        if heads:
-            ok = [d for d in _divisors(heads) if not ws or ws % (d * pp * cp) == 0]
-            return (
-                f"num_attention_heads={heads} is not divisible by tensor-model-parallel size "
-                f"{tp}. Use --tensor-model-parallel-size in {ok} (divides {heads} heads"
-                + (f" and the world size {ws}" if ws else "")
-                + f"), or change --num-attention-heads to a multiple of {tp}."
-            )
+    if ("heads" in text or "num_attention_heads" in text) and heads:
+        ok = [d for d in _divisors(heads) if not ws or ws % (d * pp * cp) == 0]
+        return (
+            f"num_attention_heads={heads} is not divisible by tensor-model-parallel size "
+            f"{tp}. Use --tensor-model-parallel-size in {ok} (divides {heads} heads"
+            + (f" and the world size {ws}" if ws else "")
+            + f"), or change --num-attention-heads to a multiple of {tp}."
+        )
     if ws and ("world" in text or "world_size" in text):
         model = (tp or 1) * pp * cp
         ok_tp = [d for d in _divisors(ws) if ws % (d * pp * cp) == 0]

@@ -7,7 +7,8 @@ import regex
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL/ST), two-byte escapes and other C0/C1 controls.
 _ANSI = regex.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
 )
 _CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_LINE_CHARS = 8192

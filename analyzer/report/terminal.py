@@ -104,7 +104,7 @@ def _evidence(a: Analysis, verbose: bool) -> Group:
         t.append("\n  " + e.text)
         ctx = e.context
         if ctx:
-            shown = ctx if verbose or len(ctx) <= 8 else ctx[:2] + ["…"] + ctx[-5:]
+            shown = ctx if verbose or len(ctx) <= 8 else [*ctx[:2], "…", *ctx[-5:]]
             for c in shown:
                 t.append("\n    │ " + c, style="dim")
         parts.append(t)

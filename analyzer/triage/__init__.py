@@ -1,0 +1,1 @@
+"""Batch triage of many jobs (see ``analyzer.triage.cli``)."""
