@@ -1,0 +1,5 @@
+"""``python -m analyzer`` is ``mcore-diagnose``."""
+
+from analyzer.cli import main
+
+main()

@@ -1,0 +1,84 @@
+"""Fast checks of the harness that need neither SLURM nor a run (no ``slurm`` marker)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.record import (
+    check_recording,
+    expected_toml,
+    leftover_machine_paths,
+    neutral_replacements,
+    neutralise_text,
+)
+from harness.scenarios import SCENARIOS, LaunchContext, render_sbatch
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_logs" / "real"
+CATEGORIES = {
+    "python_exception", "native_crash", "cuda_oom", "host_oom", "cuda_error", "hardware",
+    "network", "nccl_error", "collective_timeout", "cuda_device_max_connections", "rendezvous",
+    "config", "import_error", "storage", "checkpoint", "nan_loss", "slurm_time_limit",
+    "slurm_preempted", "slurm_node_fail", "slurm_cancelled", "unknown", "none",
+}
+
+
+def test_at_least_twelve_distinct_scenarios() -> None:
+    names = [s.name for s in SCENARIOS]
+    assert len(names) >= 12
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_definition(sc) -> None:  # type: ignore[no-untyped-def]
+    assert sc.category in CATEGORIES
+    assert sc.rank == -1 or 0 <= sc.rank < 4
+    assert sc.node in ("", "0", "1")
+    if sc.rank >= 0:
+        assert sc.node == str(sc.rank // 2)
+    for pattern in sc.must_contain:
+        re.compile(pattern)
+    data = tomllib.loads(expected_toml(sc))
+    assert data["kind"] == "real"
+    assert data["must_contain"] == list(sc.must_contain)
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_sbatch_script_is_well_formed(sc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ctx = LaunchContext(repo=tmp_path / "repo", python=tmp_path / "venv/bin/python",
+                        bare_python=tmp_path / "bare/bin/python3", master_port=29500)
+    script = render_sbatch(sc, ctx)
+    assert script.startswith("#!/bin/bash\n")
+    assert "#SBATCH --ntasks=2" in script
+    assert "-m torch.distributed.run" in script
+    assert "--nnodes $NNODES --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID" in script
+
+
+def test_neutralise_paths_and_host(tmp_path: Path) -> None:
+    job = tmp_path / "jobs" / "x"
+    repo = tmp_path / "repo"
+    reps = neutral_replacements(job_dir=job, scenario="x", repo=repo)
+    text = f"cd {repo}\nlog {job}/slurm-1.out\nsrun: error: myhost: task 1: Exited\nmyhostname\n"
+    out = neutralise_text(text, reps, ["myhost"])
+    assert "/shared/mcore-diagnose" in out
+    assert "/shared/jobs/x/slurm-1.out" in out
+    assert "srun: error: node001: task 1" in out
+    assert "myhostname" in out  # only whole host names are replaced
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_committed_sample(sc) -> None:  # type: ignore[no-untyped-def]
+    """The committed recording shows its fault and names no machine path."""
+    sample = SAMPLES / sc.name
+    if not sample.exists():
+        pytest.fail(f"sample_logs/real/{sc.name} missing: python -m harness.record")
+    expected = tomllib.loads((sample / "expected.toml").read_text())
+    assert expected["category"] == sc.category
+    assert expected["rank"] == sc.rank
+    assert expected["node"] == sc.node
+    assert check_recording(sc, sample, sc.expected_state) == []
+    assert leftover_machine_paths(sample) == []

@@ -1,0 +1,53 @@
+"""Every bundled sample job: the verdict's category, rank and node match its expected.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from analyzer.api import analyze
+from analyzer.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
+SAMPLES = sorted(p.parent for p in ROOT.glob("*/*/expected.toml"))
+CATALOG = load_catalog(use_env=False)
+
+
+def _expected(d: Path) -> dict:
+    return tomllib.loads((d / "expected.toml").read_text())
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_sample_verdict(sample: Path) -> None:
+    exp = _expected(sample)
+    d = analyze(sample, catalog=CATALOG, workers=1).diagnosis
+    v = d.verdict
+    want_rank = None if exp["rank"] == -1 else exp["rank"]
+    assert v.category == exp["category"], v.cause
+    assert v.rank == want_rank, (v.rank_note, v.cause)
+    if exp.get("node"):
+        assert exp["node"] in {v.node, str(v.node_index)}, (v.node, v.node_index)
+    if exp["category"] == "none":
+        assert d.status == "ok" and d.exit_code == 2
+    else:
+        assert d.status == "failed"
+        assert v.evidence, "a failure verdict carries evidence"
+
+
+def test_there_are_enough_samples() -> None:
+    kinds = [_expected(s).get("kind") for s in SAMPLES]
+    assert kinds.count("real") >= 12
+    assert kinds.count("format-built") >= 8
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [s for s in SAMPLES if _expected(s)["category"] == "none"],
+    ids=lambda p: p.name,
+)
+def test_no_pattern_fires_on_a_successful_job(sample: Path) -> None:
+    a = analyze(sample, catalog=CATALOG, workers=1)
+    loud = [(r["pattern_id"], r["text"]) for r in a.rows if r["role"] != "context"]
+    assert loud == []
