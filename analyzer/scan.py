@@ -161,7 +161,12 @@ class FileScanner:
             )
             out.bytes_read = len(raw)
             out.error_json = json.loads(raw.decode("utf-8", errors="replace"))
-        except (OSError, ValueError, EOFError, zlib.error) as exc:
+            from analyzer.errorjson import error_json_event
+
+            ev = error_json_event(lf, out.error_json or {}, self.catalog)
+            if ev is not None:
+                out.events.append(ev)
+        except (OSError, ValueError, EOFError, zlib.error, AttributeError) as exc:
             out.problem = f"{lf.rel}: not a readable torchelastic error.json ({exc})"
 
     # -- matching -----------------------------------------------------------------------
