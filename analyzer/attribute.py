@@ -18,10 +18,17 @@ from analyzer.scan import FileScan, RawEvent
 
 _CF_HOST = regex.compile(r"^\s*host\s*:\s*(?P<host>\S+)")
 _CF_RANK = regex.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<lr>\d+)\)")
-_CF_EXIT = regex.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)")
+_CF_EXIT = regex.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
 _CF_TIME = regex.compile(r"^\s*time\s*:\s*(?P<t>\S+)")
 _SRUN_TASK_HOST = regex.compile(r"srun: error: (?P<host>[\w.-]+): task (?P<task>\d+): ")
 _CF_PREFIX = "torchelastic.childfailed."
+
+
+def short_host(host: str | None) -> str | None:
+    """SLURM and NCCL print short hostnames, torchrun the FQDN: compare the short form."""
+    if not host or regex.fullmatch(r"[\d.]+|[0-9a-fA-F:]+", host):
+        return host
+    return host.split(".", 1)[0]
 
 
 @dataclass
@@ -45,6 +52,7 @@ class ChildFailure:
     local_rank: int | None = None
     host: str | None = None
     exitcode: int | None = None
+    pid: int | None = None
     time: str | None = None
     is_root: bool = False
     task: int | None = None
@@ -82,6 +90,7 @@ def child_failures(scans: list[FileScan]) -> list[ChildFailure]:
                 cur.rank, cur.local_rank = int(m["rank"]), int(m["lr"])
             if m := _CF_EXIT.match(msg):
                 cur.exitcode = int(m["code"])
+                cur.pid = int(m["pid"]) if m["pid"] else None
     return out
 
 
@@ -159,6 +168,19 @@ def attribute(scans: list[FileScan]) -> Attributed:
     failures = child_failures(scans)
     geo = _geometry(scans, failures)
     year = job_year(scans)
+    # Worker pids: torchrun names them with their local rank; NCCL prints them in its prefix.
+    pid_local: dict[int, int] = {}
+    pid_rank: dict[int, int] = {}
+    for sc in scans:
+        for ev in sc.events:
+            p, lr = ev.fields.get("pid", ""), ev.fields.get("local_rank", "")
+            if p.isdigit() and lr.isdigit():
+                pid_local[int(p)] = int(lr)
+    for cf in failures:
+        if cf.pid is not None and cf.rank is not None:
+            pid_rank[cf.pid] = cf.rank
+        if cf.pid is not None and cf.local_rank is not None:
+            pid_local[cf.pid] = cf.local_rank
     cf_of: dict[int, ChildFailure] = {}
     for cf in failures:
         for ev in cf.events:
@@ -173,7 +195,16 @@ def attribute(scans: list[FileScan]) -> Attributed:
                 file_rank = ranks.pop()
         for ev in sc.events:
             rank = ev.rank if ev.rank is not None else file_rank
+            if rank is None and (g := ev.fields.get("global_rank", "")).isdigit():
+                rank = int(g)
             local_rank = ev.local_rank
+            if local_rank is None and (lr := ev.fields.get("local_rank", "")).isdigit():
+                local_rank = int(lr)
+            if ev.nccl_pid is not None:
+                if rank is None:
+                    rank = pid_rank.get(ev.nccl_pid)
+                if local_rank is None:
+                    local_rank = pid_local.get(ev.nccl_pid)
             node_index = ev.task
             host = ev.nccl_host or sc.file.node_hint
             cf = cf_of.get(id(ev))
@@ -190,6 +221,7 @@ def attribute(scans: list[FileScan]) -> Attributed:
                     local_rank = rank % n
             if host is None and node_index is not None:
                 host = geo.task_hosts.get(node_index)
+            host = short_host(host)
             t = ev.stamp.to_datetime(year) if ev.stamp else None
             out.append(
                 (

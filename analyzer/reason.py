@@ -25,6 +25,8 @@ SKEW = timedelta(seconds=2)
 """Events this close count as simultaneous (clock skew between hosts, 1 s stamps)."""
 _FAR_FUTURE = datetime.max
 _PROMOTABLE = ("host_oom", "native_crash", "nan_loss", "cuda_oom", "cuda_error", "hardware")
+_KIN = {"hardware": ("cuda_error",), "network": ("nccl_error",), "host_oom": ()}
+"""A root without a rank may take it from these categories' events close in time."""
 _SYMPTOM_BEFORE_END = ("rendezvous", "collective_timeout", "host_oom", "native_crash", "nan_loss")
 
 
@@ -89,15 +91,35 @@ def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set
     return {r["rank"] for r in rows if r.get("rank") is not None}
 
 
-def _all_ranks_same(
-    chosen: dict[str, Any], roots: list[dict[str, Any]], universe: set[int]
-) -> tuple[bool, list[dict[str, Any]]]:
-    sig = _signature(chosen)
-    same = [r for r in roots if _signature(r) == sig]
-    ranks = {r["rank"] for r in same if r.get("rank") is not None}
-    if len(ranks) >= 2 and (not universe or ranks >= universe or len(ranks) >= len(universe)):
-        return True, same
-    return False, same
+def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    firsts: dict[int, dict[str, Any]] = {}
+    for r in sorted(rows, key=_key):
+        if r.get("rank") is not None:
+            firsts.setdefault(r["rank"], r)
+    return sorted(firsts.values(), key=_key)
+
+
+def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]]) -> None:
+    """A root without a rank (a scheduler line) takes it from a same-category event nearby."""
+    kin = {chosen["category"], *_KIN.get(chosen["category"], ())}
+    near = [
+        r
+        for r in active
+        if r["category"] in kin
+        and r.get("rank") is not None
+        and (
+            chosen["time"] is None
+            or r["time"] is None
+            or abs(r["time"] - chosen["time"]) <= timedelta(minutes=2)
+        )
+    ]
+    ranks = {r["rank"] for r in near}
+    if len(ranks) == 1:
+        r = near[0]
+        v.rank, v.local_rank = r["rank"], r.get("local_rank")
+        v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
+        v.rank_note = f"rank from {r['file']}:{r['line']}"
+        v.evidence.append(_evidence(r))
 
 
 def _root_verdict(
@@ -106,20 +128,27 @@ def _root_verdict(
     chosen = _earliest(roots)
     conf = 0.75 if chosen["pattern_id"] == "python.traceback" else 0.9
     v = _verdict_from(chosen, facts, geo, conf)
-    every, same = _all_ranks_same(chosen, roots, _universe(rows, facts, geo))
-    if every:
-        timed = sorted((r for r in same if r["time"] is not None), key=lambda r: r["time"])
-        n = len({r["rank"] for r in same})
-        separated = len(timed) >= 2 and timed[1]["time"] - timed[0]["time"] > SKEW
-        if separated:
-            v.rank_note = f"all {n} ranks failed the same way; rank {v.rank} was first"
+    sig = _signature(chosen)
+    same = _first_per_rank([r for r in roots if _signature(r) == sig])
+    universe = _universe(rows, facts, geo)
+    if len(same) >= 2:
+        n = len(same)
+        every = bool(universe) and {r["rank"] for r in same} >= universe
+        who = f"all {n} ranks" if every else "ranks " + ", ".join(str(r["rank"]) for r in same[:8])
+        t0, t1 = same[0]["time"], same[1]["time"]
+        if t0 is not None and t1 is not None and t1 - t0 > SKEW:
+            first = same[0]
+            v = _verdict_from(first, facts, geo, conf)
+            v.rank_note = f"{who} failed the same way; rank {first['rank']} was first"
         else:
-            v.rank, v.local_rank = None, None
-            v.node = v.node_index = None
-            v.rank_note = f"all {n} ranks failed the same way at the same time: no single rank"
-            v.cause = v.cause.replace(f"Rank {chosen.get('rank')} ", f"All {n} ranks ")
+            v.rank = v.local_rank = None
+            if every:
+                v.node = v.node_index = None
+            v.rank_note = f"{who} failed the same way at the same time: no single rank to blame"
         for r in same[1:3]:
             v.evidence.append(_evidence(r))
+    elif chosen.get("rank") is None:
+        _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
     return v
 
 
@@ -146,7 +175,10 @@ def _hang_verdict(
         )
         if v.node is None and geo.nproc_per_node:
             v.node_index = finding.rank // geo.nproc_per_node
-            v.node = str(v.node_index)
+            hosts = {
+                r["host"] for r in rows if r.get("node_index") == v.node_index and r.get("host")
+            }
+            v.node = hosts.pop() if len(hosts) == 1 else str(v.node_index)
         v.cause = (
             f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
             f"{finding.rank}: {finding.reason}."

@@ -33,7 +33,8 @@ TRACEBACK_START = "Traceback (most recent call last):"
 _EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 _FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 _NCCL_HOST = regex.compile(
-    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] )?(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]"
+    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] )?"
+    r"(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\]"
 )
 
 
@@ -60,6 +61,7 @@ class RawEvent:
     stream: str | None
     attempt: int | None
     nccl_host: str | None = None
+    nccl_pid: int | None = None
     traceback: str | None = None
     cause: str = ""
     fix: str = ""
@@ -270,6 +272,7 @@ class FileScanner:
             stream=lf.stream,
             attempt=lf.attempt,
             nccl_host=m["host"] if m else None,
+            nccl_pid=int(m["pid"]) if m else None,
             cause=p.cause,
             fix=p.fix,
         )
@@ -315,14 +318,18 @@ class FileScanner:
             if fm:
                 frames.append(msg.strip())
             pm = self.catalog.match(msg)
-            if pm is not None and pm.pattern.role != "context":
-                matches.append((pm, t, p2, cur_line, line_start))
             stripped = msg.strip()
-            if not msg[:1].isspace() and _EXC_LINE.match(stripped) and not fm:
-                if stripped.startswith(("During handling", "The above exception")):
-                    continue
-                if stripped.startswith(TRACEBACK_START):
-                    continue
+            is_exc = (
+                not msg[:1].isspace()
+                and not fm
+                and _EXC_LINE.match(stripped) is not None
+                and not stripped.startswith(
+                    ("During handling", "The above exception", TRACEBACK_START)
+                )
+            )
+            if pm is not None and (pm.pattern.role != "context" or is_exc):
+                matches.append((pm, t, p2, cur_line, line_start))
+            if is_exc:
                 exc_line = (t, p2, cur_line, line_start)
                 break
         fields: dict[str, str] = {}
@@ -337,6 +344,8 @@ class FileScanner:
         # uncatalogued Python exception (a root cause when nothing else explains the failure).
         chosen = None
         if matches:
+            # A root anywhere (e.g. a bare `assert` source line) wins; else the exception line's
+            # own match (a context match there makes the whole traceback context).
             roots = [m for m in matches if m[0].pattern.role == "root"]
             chosen = (roots or matches)[-1]
         if chosen is not None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from analyzer.report.safe import clean
 from analyzer.verdict import Diagnosis
 
 
 def one_line(d: Diagnosis) -> str:
-    """``category rank=R node=N: cause`` on one line."""
+    """``category rank=R node=N confidence=C: cause`` on one line, no control characters."""
     v = d.verdict
-    rank = "all/none" if v.rank is None else str(v.rank)
-    node = v.node if v.node is not None else "-"
-    cause = " ".join(v.cause.split())
-    return f"{v.category} rank={rank} node={node} confidence={v.confidence:.2f}: {cause}"
+    rank = "-" if v.rank is None else str(v.rank)
+    node = "-" if v.node is None else "_".join(clean(v.node).split()) or "-"
+    cause = " ".join(clean(v.cause).split())
+    return f"{clean(v.category)} rank={rank} node={node} confidence={v.confidence:.2f}: {cause}"
