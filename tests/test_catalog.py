@@ -1,0 +1,373 @@
+"""The built-in pattern catalog (``patterns/*.toml``) and the loader's guarantees."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from analyzer.catalog import (
+    CatalogError,
+    builtin_dir,
+    check_pattern,
+    cross_claims,
+    load_catalog,
+)
+from analyzer.categories import CATEGORIES, ROLES
+from analyzer.prefixes import split_prefixes
+
+FAMILIES = (
+    "nccl",
+    "cuda",
+    "memory",
+    "rendezvous",
+    "slurm",
+    "megatron",
+    "python",
+    "hardware",
+    "network",
+    "storage",
+    "torchelastic",
+)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(use_env=False)
+
+
+def test_every_example_and_counter_example_passes():
+    """Validate without raising so that every failure is printed, not just the first."""
+    cat = load_catalog(use_env=False, validate=False)
+    problems = [f"{p.origin}: {p.id}: {msg}" for p in cat.patterns for msg in check_pattern(p)]
+    assert not problems, "pattern self-checks failed:\n  " + "\n  ".join(problems)
+    load_catalog(use_env=False)  # and the validating loader agrees
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_file_exists_and_is_not_empty(catalog, family):
+    path = builtin_dir() / f"{family}.toml"
+    assert path.is_file(), f"missing {path.name}"
+    assert any(p.origin == path.name for p in catalog.patterns), f"{path.name} has no patterns"
+
+
+def test_catalog_size(catalog):
+    assert len(catalog.patterns) >= 100
+
+
+def test_every_category_has_a_root_pattern(catalog):
+    roots = {p.category for p in catalog.patterns if p.role == "root"}
+    missing = [c for c in CATEGORIES if c not in ("unknown", "none") and c not in roots]
+    assert not missing, f"categories without a root pattern: {missing}"
+
+
+def test_no_cross_claims(catalog):
+    claims = cross_claims(catalog)
+    assert not claims, "examples claimed by another category in the same role:\n  " + "\n  ".join(
+        claims
+    )
+
+
+def test_ids_unique_and_dotted(catalog):
+    ids = [p.id for p in catalog.patterns]
+    assert len(ids) == len(set(ids))
+    bad = [i for i in ids if i.count(".") < 1 or not all(part for part in i.split("."))]
+    assert not bad, f"ids must be dotted: {bad}"
+    for p in catalog.patterns:
+        family = p.origin.removesuffix(".toml")
+        assert p.id.split(".")[0] == family, f"{p.id} lives in {p.origin}"
+
+
+def test_fields_are_well_formed(catalog):
+    for p in catalog.patterns:
+        assert p.role in ROLES
+        assert p.category in CATEGORIES and p.category != "none", p.id
+        assert p.title and p.cause and p.fix, p.id
+        assert p.versions and p.source, p.id
+        assert p.examples, p.id
+        for n in p.needles:
+            assert len(n) >= 4, f"{p.id}: needle {n!r} is too short for the prefilter"
+            assert n.strip() not in {"error", "Error", "ERROR", "failed", "timeout", "WARN"}, p.id
+            assert n not in ("NCCL INFO", "NCCL WARN"), p.id
+
+
+def test_examples_keep_one_event_per_line(catalog):
+    """The kept event of each root example is a root of the pattern's own category."""
+    for p in catalog.patterns:
+        if p.role != "root":
+            continue
+        for ex in p.examples:
+            kept = catalog.match(split_prefixes(ex.line).message)
+            assert kept is not None, (p.id, ex.line)
+            assert kept.pattern.role == "root", (p.id, ex.line, kept.pattern.id)
+            assert kept.pattern.category == p.category, (p.id, ex.line, kept.pattern.id)
+
+
+HEALTHY_LINES = [
+    "  tensor_model_parallel_size ...................... 2",
+    "  distributed_timeout_minutes ..................... 10",
+    "  check_for_nan_in_loss_and_grad .................. True",
+    "using world size: 16, data-parallel size: 2, context-parallel size: 1, "
+    "hierarchical context-parallel sizes: None, tensor-model-parallel size: 4, "
+    "pipeline-model-parallel size: 2",
+    "> initializing torch distributed ...",
+    " [2026-08-20 14:03:11.123456] iteration     1200/  500000 | consumed samples:      1228800 "
+    "| elapsed time per iteration (ms): 8123.5 | learning rate: 2.999400E-04 | global batch size:"
+    "  1024 | lm loss: 2.345679E+00 | loss scale: 1.0 | grad norm: 0.812 | number of skipped "
+    "iterations:   0 | number of nan iterations:   0 |",
+    "node001:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; "
+    "OOB ib0:10.0.0.1<0>",
+    "node001:1234:1234 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+    "node001:1234:1234 [0] NCCL INFO Channel 00/0 : 3[0] -> 11[0] [send] via NET/IB/0",
+    "W0731 10:40:00.000000 3247964 torch/distributed/run.py:793] Setting OMP_NUM_THREADS "
+    "environment variable for each process to be 1 in default",
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node001]:29500 "
+    "(errno: 111 - Connection refused).",
+    "UserWarning: When using sequence parallelism it is recommended to set the environment "
+    "variable CUDA_DEVICE_MAX_CONNECTIONS to 1 for maximum speedup",
+    "saving checkpoint at iteration    1000 to /lustre/ckpt/gpt in torch_dist format",
+    "  successfully saved checkpoint from iteration    1000 to /lustre/ckpt/gpt [ t 1/4, p 1/2 ]",
+    "[after training is done] datetime: 2026-08-20 15:00:00 ",
+]
+
+
+@pytest.mark.parametrize("line", HEALTHY_LINES)
+def test_healthy_lines_are_context_at_most(catalog, line):
+    kept = catalog.match(split_prefixes(line).message)
+    assert kept is None or kept.pattern.role == "context", kept and kept.pattern.id
+
+
+def _successful_sample_logs() -> list[Path]:
+    root = Path(__file__).resolve().parent.parent / "sample_logs"
+    out: list[Path] = []
+    for d in (root / "real").glob("*"):
+        expected = d / "expected.toml"
+        if d.is_dir() and expected.is_file():
+            text = expected.read_text(encoding="utf-8", errors="replace")
+            if 'category = "none"' in text:
+                out.extend(
+                    f
+                    for f in d.rglob("*")
+                    if f.is_file() and f.suffix not in (".toml", ".md", ".json")
+                )
+    return out
+
+
+def test_nothing_but_context_fires_on_successful_runs(catalog):
+    files = _successful_sample_logs()
+    if not files:
+        pytest.skip("no successful sample run in sample_logs/real")
+    fired = []
+    for f in files:
+        for i, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            kept = catalog.match(split_prefixes(line).message)
+            if kept and kept.pattern.role != "context":
+                fired.append(f"{f.name}:{i}: {kept.pattern.id}: {line[:120]}")
+    assert not fired, "non-context patterns fired on a successful run:\n  " + "\n  ".join(fired)
+
+
+# --------------------------------------------------------------------------------------------
+# Specific formats the diagnosis depends on
+# --------------------------------------------------------------------------------------------
+
+WATCHDOG_LINES = [
+    # torch 1.13 / 2.0: no NumelIn, C++ prefix without date
+    "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=4, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800867 milliseconds "
+    "before timing out.",
+    # torch 2.4+: 3-digit date, srun label, tee prefix, rank prefix
+    "  1: [default3]:[rank11]:[E808 04:21:41.161005534 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog "
+    "caught collective operation timeout: WorkNCCL(SeqNum=57, OpType=ALLGATHER, NumelIn=1, "
+    "NumelOut=4, Timeout(ms)=600000) ran for 600038 milliseconds before timing out.",
+]
+
+
+@pytest.mark.parametrize("line", WATCHDOG_LINES)
+def test_watchdog_timeout_is_a_collective_timeout_symptom(catalog, line):
+    kept = catalog.match(split_prefixes(line).message)
+    assert kept is not None
+    assert kept.pattern.id == "nccl.watchdog.timeout"
+    assert kept.pattern.role == "symptom"
+    assert kept.pattern.category == "collective_timeout"
+    assert {"seq", "op", "timeout_ms", "elapsed_ms"} <= kept.fields.keys()
+
+
+@pytest.mark.parametrize(
+    ("line", "pg_id", "pg_desc", "pg_rank"),
+    [
+        (
+            "[rank25]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 25] Timeout at NCCL work: 5, last "
+            "enqueued NCCL work: 5, last completed NCCL work: 4.",
+            "0",
+            None,
+            "25",
+        ),
+        (
+            "[rank368]:[E808 04:21:41.161005534 ProcessGroupNCCL.cpp:2299] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 368]  failure detected by watchdog at work sequence id: 5 PG "
+            "status: last enqueued work: 5, last completed work: 4",
+            "0",
+            "default_pg",
+            "368",
+        ),
+    ],
+)
+def test_pg_prefix_variants(catalog, line, pg_id, pg_desc, pg_rank):
+    kept = catalog.match(split_prefixes(line).message)
+    assert kept is not None
+    assert kept.fields.get("pg_id") == pg_id
+    assert kept.fields.get("pg_desc") == pg_desc
+    assert kept.fields.get("pg_rank") == pg_rank
+    assert kept.fields["last_enqueued"] == "5" and kept.fields["last_completed"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern_id"),
+    [
+        (
+            "failed (exitcode: -9) local_rank: 3 (pid: 15628) of binary: /usr/bin/python",
+            "torchelastic.exit.sigkill",
+        ),
+        (
+            "failed (exitcode: -11) local_rank: 3 (pid: 15628) of binary: /usr/bin/python",
+            "torchelastic.exit.sigsegv",
+        ),
+        (
+            "failed (exitcode: -7) local_rank: 3 (pid: 15628) of binary: /usr/bin/python",
+            "torchelastic.exit.sigbus",
+        ),
+        (
+            "failed (exitcode: 16) local_rank: 3 (pid: 15628) of binary: /usr/bin/python",
+            "torchelastic.exit.megatron_rerun",
+        ),
+        (
+            "failed (exitcode: 1) local_rank: 3 (pid: 15628) of binary: /usr/bin/python",
+            "torchelastic.exit.failed",
+        ),
+    ],
+)
+def test_torchrun_exit_codes(catalog, line, pattern_id):
+    kept = catalog.match(line)
+    assert kept is not None and kept.pattern.id == pattern_id
+    assert kept.pattern.role == "symptom"
+
+
+def test_bare_max_connections_assert_source_line(catalog):
+    line = "[rank0]:     assert os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS') == \"1\""
+    kept = catalog.match(split_prefixes(line).message)
+    assert kept is not None
+    assert kept.pattern.category == "cuda_device_max_connections"
+    assert kept.pattern.role == "root"
+
+
+# --------------------------------------------------------------------------------------------
+# User pattern directories
+# --------------------------------------------------------------------------------------------
+
+USER_OVERRIDE = """
+[[pattern]]
+id = "nccl.watchdog.timeout"
+category = "collective_timeout"
+role = "symptom"
+title = "site override"
+needles = ["Watchdog caught collective operation timeout"]
+regex = '''Watchdog caught collective operation timeout'''
+cause = "overridden"
+fix = "call the on-call"
+versions = ["torch 2.5"]
+source = "site"
+examples = ["[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)"]
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    d = tmp_path / "user_patterns"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text, encoding="utf-8")
+    return d
+
+
+def test_user_directory_overrides_builtin_id(tmp_path):
+    d = _write(tmp_path, "site.toml", USER_OVERRIDE)
+    builtin = load_catalog(use_env=False)
+    cat = load_catalog([d], use_env=False)
+    p = cat.by_id["nccl.watchdog.timeout"]
+    assert p.title == "site override"
+    assert p.user
+    assert len(cat.patterns) == len(builtin.patterns)
+
+
+def test_user_directory_from_environment(tmp_path, monkeypatch):
+    d = _write(tmp_path, "site.toml", USER_OVERRIDE)
+    monkeypatch.setenv("MCORE_DIAGNOSE_PATTERNS", str(d))
+    assert load_catalog().by_id["nccl.watchdog.timeout"].title == "site override"
+
+
+BROKEN_TEMPLATE = """
+[[pattern]]
+id = "site.{pid}"
+category = "python_exception"
+role = "root"
+title = "broken"
+needles = [{needle!r}]
+regex = '''{regex}'''
+cause = "x"
+fix = "y"
+versions = ["torch 2.5"]
+source = "site"
+examples = [{example!r}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("pid", "needle", "regex", "example", "reason"),
+    [
+        ("bad_regex", "boom", "boom(", "boom", "does not compile"),
+        ("failing_example", "boom", "kaboom", "boom happened", "does not match example"),
+        ("needle_missing", "zzz-not-there", "boom", "boom happened", "no needle occurs"),
+    ],
+)
+def test_broken_user_pattern_is_rejected_with_file_and_id(
+    tmp_path, pid, needle, regex, example, reason
+):
+    text = BROKEN_TEMPLATE.format(pid=pid, needle=needle, regex=regex, example=example)
+    d = _write(tmp_path, "broken.toml", text)
+    with pytest.raises(CatalogError) as err:
+        load_catalog([d], use_env=False)
+    msg = str(err.value)
+    assert "broken.toml" in msg
+    assert f"site.{pid}" in msg
+    assert reason in msg
+
+
+CATASTROPHIC = """
+[[pattern]]
+id = "site.catastrophic"
+category = "python_exception"
+role = "root"
+title = "catastrophic backtracking"
+needles = ["a"]
+regex = '''(a+)+$'''
+cause = "x"
+fix = "y"
+versions = ["any"]
+source = "site"
+examples = ["aaaa"]
+"""
+
+
+def test_catastrophic_user_regex_is_disabled_not_hung(tmp_path):
+    d = _write(tmp_path, "slow.toml", CATASTROPHIC)
+    cat = load_catalog([d], use_env=False)
+    p = cat.by_id["site.catastrophic"]
+    evil = "a" * 5000 + "b"
+    start = time.monotonic()
+    assert p.search(evil) is None
+    assert time.monotonic() - start < 5
+    assert p.disabled_reason
+    # once disabled it stays off and costs nothing
+    start = time.monotonic()
+    assert all(pm.pattern.id != p.id for pm in cat.match_all(evil))
+    assert p.search("aaaa") is None
+    assert time.monotonic() - start < 5
