@@ -18,7 +18,7 @@ import regex
 
 from analyzer.catalog import Catalog, PatternMatch
 from analyzer.discover import LogFile
-from analyzer.prefilter import Prefilter
+from analyzer.prefilter import Prefilter, StampSieve
 from analyzer.prefixes import Prefixed, split_prefixes
 from analyzer.sanitize import clean_line, decode
 from analyzer.timestamps import Stamp, find_stamp
@@ -27,9 +27,12 @@ BLOCK_BYTES = 8 << 20
 MAX_LINE_BYTES = 1 << 20
 """A line longer than this is cut into pieces for matching (a window around each hit)."""
 LOOKBACK_BYTES = 16 << 10
+LOOKBACK_LINES = 200
 TRACEBACK_MAX_LINES = 400
 
 TRACEBACK_START = "Traceback (most recent call last):"
+GENERIC_EXCEPTION_ID = "python.exception.uncaught"
+"""The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
 _EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 _FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 _NCCL_HOST = regex.compile(
@@ -120,6 +123,10 @@ class FileScanner:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.prefilter = Prefilter(catalog.needles)
+        self.stamps = StampSieve()
+        self._subsets: dict[frozenset[int], Catalog] = {}
+        self._line_needles: dict[int, set[int]] | None = None
+        """Needle indexes found on each line of the current block (by line start)."""
 
     # -- reading ------------------------------------------------------------------------
     def scan(self, lf: LogFile) -> FileScan:
@@ -174,16 +181,34 @@ class FileScanner:
     # -- matching -----------------------------------------------------------------------
     def _scan_block(self, blk: _Block, lf: LogFile, out: FileScan) -> Stamp | None:
         data = blk.data
-        ends = self.prefilter.find(data)
+        hits = self.prefilter.find_all(data)
+        self._line_needles = None
+        if hits is None:
+            ends = self.prefilter.find(data)
+        else:
+            hits.sort()
+            ends = [e for e, _ in hits]
         if not ends:
             return self._last_stamp(data, len(data), blk.prev_stamp, out)
         starts: list[int] = []
         seen: set[int] = set()
-        for e in sorted(ends):
-            s = data.rfind(b"\n", 0, e) + 1
-            if s not in seen:
-                seen.add(s)
-                starts.append(s)
+        if hits is not None:
+            per_line: dict[int, set[int]] = {}
+            for e, nid in hits:
+                s = data.rfind(b"\n", 0, e) + 1
+                if s not in seen:
+                    seen.add(s)
+                    starts.append(s)
+                    per_line[s] = {nid}
+                else:
+                    per_line[s].add(nid)
+            self._line_needles = per_line
+        else:
+            for e in sorted(ends):
+                s = data.rfind(b"\n", 0, e) + 1
+                if s not in seen:
+                    seen.add(s)
+                    starts.append(s)
         consumed_until = -1
         counted_to = 0
         line_no = blk.first_line
@@ -201,11 +226,28 @@ class FileScanner:
             if msg.startswith(TRACEBACK_START) or msg.lstrip().startswith(TRACEBACK_START):
                 consumed_until = self._traceback(data, s, e, line_no, pre, text, blk, lf, out)
                 continue
-            pm = self.catalog.match(msg)
+            pm = self._match(msg, raw_line, text, s)
             if pm is None:
                 continue
             out.events.append(self._event(pm, text, pre, line_no, blk.offset + s, blk, s, lf, out))
         return self._last_stamp(data, len(data), blk.prev_stamp, out)
+
+    def _match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
+        """``catalog.match(msg)``, asked only of the patterns whose needles the byte prefilter
+        found on this line (the same answer: a needle in the message is a needle in the raw
+        line, unless ``clean_line`` removed bytes or cut the line; those lines ask the whole
+        catalog)."""
+        ids = self._line_needles.get(start) if self._line_needles is not None else None
+        if ids is None or text.encode("utf-8") != raw_line:
+            return self.catalog.match(msg)
+        key = frozenset(ids)
+        sub = self._subsets.get(key)
+        if sub is None:
+            cat = self.catalog
+            idx = sorted({i for n in key for i in cat.needle_patterns[n]})
+            sub = Catalog([cat.patterns[i] for i in idx], cat.sources)
+            self._subsets[key] = sub
+        return sub.match(msg)
 
     def _stamp_for(
         self, pre: Prefixed, blk: _Block, start: int, out: FileScan
@@ -223,10 +265,15 @@ class FileScanner:
         """The timestamp of the nearest dated line before ``end`` (the stream's clock)."""
         lo = max(0, end - LOOKBACK_BYTES)
         window = data[lo:end]
-        lines = window.split(b"\n")
-        if lo > 0:
-            lines = lines[1:]
-        for raw in reversed(lines[-200:]):
+        sieve = self.stamps.ends(window)
+        if sieve is None:
+            lines = window.split(b"\n")
+            if lo > 0:
+                lines = lines[1:]
+            candidates: Iterator[bytes] = reversed(lines[-LOOKBACK_LINES:])
+        else:
+            candidates = self._sieved_lines(window, sieve, lo > 0)
+        for raw in candidates:
             if not raw:
                 continue
             pre = split_prefixes(clean_line(decode(raw[:512])))
@@ -236,6 +283,23 @@ class FileScanner:
                     out.years.add(st.year)
                 return st
         return fallback
+
+    @staticmethod
+    def _sieved_lines(window: bytes, ends: list[int], skip_first: bool) -> Iterator[bytes]:
+        """The lines of the last ``LOOKBACK_LINES`` pieces of ``window.split(b"\\n")`` (less the
+        first piece when it may be cut) that hold a stamp signature, last first. Every line
+        whose timestamp parses holds one, so these are the only lines worth parsing."""
+        prev = -1
+        ends.sort()
+        for to in reversed(ends):
+            s = window.rfind(b"\n", 0, to) + 1
+            if s == prev:
+                continue
+            prev = s
+            if (skip_first and s == 0) or window.count(b"\n", s) >= LOOKBACK_LINES:
+                return
+            e = window.find(b"\n", s)
+            yield window[s:] if e < 0 else window[s:e]
 
     def _event(
         self,
@@ -327,6 +391,8 @@ class FileScanner:
                     ("During handling", "The above exception", TRACEBACK_START)
                 )
             )
+            if pm is not None and pm.pattern.id == GENERIC_EXCEPTION_ID:
+                pm = None  # the assembled traceback says more than the generic pattern
             if pm is not None and (pm.pattern.role != "context" or is_exc):
                 matches.append((pm, t, p2, cur_line, line_start))
             if is_exc:
