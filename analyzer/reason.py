@@ -25,6 +25,15 @@ SKEW = timedelta(seconds=2)
 """Events this close count as simultaneous (clock skew between hosts, 1 s stamps)."""
 _FAR_FUTURE = datetime.max
 _PROMOTABLE = ("host_oom", "native_crash", "nan_loss", "cuda_oom", "cuda_error", "hardware")
+_PROMOTABLE_SOURCES = ("torchelastic.exit.", "slurm.", "memory.")
+"""Symptoms that say how a worker died (exit code, signal, scheduler OOM record)."""
+_DEATHS = (
+    "torchelastic.exit.failed",
+    "torchelastic.exit.sigkill",
+    "torchelastic.exit.sigsegv",
+    "torchelastic.exit.sigbus",
+    "torchelastic.exit.native_signal",
+)
 _KIN = {"hardware": ("cuda_error",), "network": ("nccl_error",), "host_oom": ()}
 """A root without a rank may take it from these categories' events close in time."""
 _SYMPTOM_BEFORE_END = ("rendezvous", "collective_timeout", "host_oom", "native_crash", "nan_loss")
@@ -114,6 +123,21 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
         )
     ]
     ranks = {r["rank"] for r in near}
+    if chosen["category"] == "network" and chosen["time"] is not None:
+        # A peer that died first makes the link error its echo: do not blame the reporter.
+        died = [
+            r
+            for r in active
+            if r["pattern_id"] in _DEATHS
+            and r["time"] is not None
+            and r["time"] < chosen["time"] - SKEW
+        ]
+        if died:
+            v.rank_note = (
+                f"a worker died before this link error ({died[0]['file']}:{died[0]['line']}); "
+                "the reporting rank is not blamed"
+            )
+            return
     if len(ranks) == 1:
         r = near[0]
         v.rank, v.local_rank = r["rank"], r.get("local_rank")
@@ -252,7 +276,11 @@ def decide(
             return v, alternatives, "failed"
         return _slurm_end_verdict(ends, rows, facts, geo), alternatives, "failed"
 
-    promotable = [r for r in symptoms if r["category"] in _PROMOTABLE]
+    promotable = [
+        r
+        for r in symptoms
+        if r["category"] in _PROMOTABLE and r["pattern_id"].startswith(_PROMOTABLE_SOURCES)
+    ]
     if promotable:
         first = _earliest(promotable)
         v = _verdict_from(first, facts, geo, 0.6)
