@@ -21,6 +21,7 @@ _CF_RANK = regex.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<lr
 _CF_EXIT = regex.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
 _CF_TIME = regex.compile(r"^\s*time\s*:\s*(?P<t>\S+)")
 _SRUN_TASK_HOST = regex.compile(r"srun: error: (?P<host>[\w.-]+): task (?P<task>\d+): ")
+_SRUN_TASKS = regex.compile(r"srun: error: [\w.\[\],-]+: tasks? (?P<spec>[\d,-]+): ")
 _CF_PREFIX = "torchelastic.childfailed."
 
 
@@ -114,6 +115,11 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
                 world[int(ws)] += 1
             if m := _SRUN_TASK_HOST.search(ev.message):
                 g.task_hosts.setdefault(int(m["task"]), m["host"])
+            if m := _SRUN_TASKS.search(ev.message):
+                for part in m["spec"].split(","):
+                    lo, _, hi = part.partition("-")
+                    if lo.isdigit():
+                        tasks.update(range(int(lo), int(hi or lo) + 1))
     for cf in failures:
         if cf.rank is not None and cf.local_rank is not None and cf.task:
             d, r = divmod(cf.rank - cf.local_rank, cf.task)
@@ -121,6 +127,7 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
                 votes[d] += 1
     if world:
         g.world_size = world.most_common(1)[0][0]
+    tasks |= set(g.task_hosts)
     if tasks:
         g.nnodes = max(tasks) + 1
     if votes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import regex
@@ -164,7 +164,24 @@ def discover(paths: list[Path]) -> Discovery:
         else:
             out.problems.append(f"{top}: not a regular file or directory")
     out.files.sort(key=lambda f: f.rel)
+    _drop_shared_node_hints(out)
     return out
+
+
+def _drop_shared_node_hints(out: Discovery) -> None:
+    """A directory holding several torchrun run directories is a shared --log-dir, not a node."""
+    runs: dict[str, set[str]] = {}
+    for f in out.files:
+        if f.node_hint is not None:
+            parts = Path(f.rel).parts
+            i = parts.index(f.node_hint) if f.node_hint in parts else -1
+            run = parts[i + 1] if 0 <= i < len(parts) - 1 else ""
+            runs.setdefault(f.node_hint, set()).add(run)
+    shared = {h for h, rs in runs.items() if len(rs) > 1}
+    if shared:
+        out.files = [
+            replace(f, node_hint=None) if f.node_hint in shared else f for f in out.files
+        ]
 
 
 def _walk(root: Path, out: Discovery) -> None:

@@ -173,7 +173,41 @@ def _root_verdict(
             v.evidence.append(_evidence(r))
     elif chosen.get("rank") is None:
         _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
+    if v.node is None and v.rank is None and not v.rank_note:
+        _enrich_node(v, chosen, rows, geo)
     return v
+
+
+def _enrich_node(
+    v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]], geo: Geometry
+) -> None:
+    """An unprefixed root line takes its node from the first srun task to exit after it."""
+    exits = [
+        r
+        for r in rows
+        if r["pattern_id"].startswith("slurm.task.")
+        and (r.get("task") or "").isdigit()
+        and (
+            (r["file"] == chosen["file"] and r["line"] > chosen["line"])
+            or (
+                r["time"] is not None and chosen["time"] is not None and r["time"] >= chosen["time"]
+            )
+        )
+    ]
+    if not exits:
+        return
+    first = min(
+        exits, key=lambda r: (r["time"] or datetime.max, r["file"] != chosen["file"], r["line"])
+    )
+    everyone = [r for r in rows if r["pattern_id"].startswith("slurm.task.")]
+    if min(everyone, key=_key) is not first and first["file"] != chosen["file"]:
+        return
+    task = int(first["task"])
+    hosts = geo.task_hosts
+    distinct = len(set(hosts.values())) == len(hosts) > 1
+    v.node_index = task
+    v.node = hosts.get(task) if distinct and task in hosts else str(task)
+    v.rank_note = f"node from the first srun task to exit ({first['file']}:{first['line']})"
 
 
 def _hang_verdict(
@@ -388,13 +422,18 @@ def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | Non
 
 def _attempt_of(rows: list[dict[str, Any]]) -> None:
     """Give combined-stream events an attempt number from torchrun's restart lines."""
-    restarts: dict[str, list[int]] = defaultdict(list)
+    # "Worker group FAILED. L/M attempts left; will restart": what follows is attempt M-L+1.
+    # Every node's agent prints the line, so the numbers (not a count of lines) decide.
+    restarts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for r in rows:
         if "restart" in r["pattern_id"] and r.get("attempt") is None:
-            restarts[r["file"]].append(r["line"])
+            left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
+            if left.isdigit() and most.isdigit():
+                restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
     for r in rows:
-        if r.get("attempt") is None and r["file"] in restarts:
-            r["attempt"] = sum(1 for ln in restarts[r["file"]] if ln < r["line"])
+        marks = restarts.get(r["file"])
+        if r.get("attempt") is None and marks:
+            r["attempt"] = max((a for ln, a in marks if ln < r["line"]), default=0)
 
 
 def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> Diagnosis:
@@ -414,6 +453,8 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
         if first is not None and (first.category, first.pattern_id) != (v.category, v.pattern_id):
             alts.insert(0, v)
             v = first
+        elif first is not None:
+            v.attempt = first.attempt
         echoes = {"rendezvous", "collective_timeout", "unknown", "none", v.category}
         for x in per_attempt:
             if x.attempt != v.attempt and x.category not in echoes:

@@ -1,14 +1,338 @@
-"""``mcore-diagnose triage``: placeholder until the triage issue lands."""
+"""``mcore-diagnose triage``: diagnose many jobs at once and summarise causes and nodes.
+
+``triage ROOT...`` is ``triage run ROOT...`` (the default subcommand); ``triage merge PARTS...``
+combines the parts written by ``--shard I/N``. Heavy imports (polars, the analyzer, rich) happen
+inside the commands so that ``mcore-diagnose --version`` stays fast.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
 
-triage_app = typer.Typer(help="Diagnose many jobs at once and summarise causes and nodes.")
+EXIT_OK = 0
+EXIT_USAGE = 64
 
 
-@triage_app.callback(invoke_without_command=True)
-def triage(roots: list[str] = typer.Argument(None)) -> None:  # noqa: B008
-    """Not implemented yet."""
-    typer.echo("triage is not implemented yet", err=True)
-    raise typer.Exit(64)
+class _RunByDefault(TyperGroup):
+    """A group whose first argument, when it is not a subcommand, belongs to ``run``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+triage_app = typer.Typer(
+    cls=_RunByDefault,
+    help=(
+        "Diagnose many jobs at once: one table row per job, causes grouped by fingerprint, "
+        "nodes implicated across jobs, new versus recurring failures.\n\n"
+        "  mcore-diagnose triage /logs/nightly/ -o triage.parquet --summary triage.md\n\n"
+        "  mcore-diagnose triage /logs/nightly/ --shard 0/8 -o parts/part-0.parquet\n\n"
+        "  mcore-diagnose triage merge parts/*.parquet -o triage.parquet\n\n"
+        "Exit codes: 0 the batch ran (whatever the jobs' outcome), 64 usage error."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write the table: .parquet, .csv or .json."),
+]
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        "-b",
+        help="A previous triage table: mark fingerprints never seen before and ones that vanished.",
+    ),
+]
+SummaryOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--summary",
+        "-s",
+        help="Also write the summary to this file: .md, .html or .txt (repeatable).",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Do not print the summary on the terminal.")
+]
+
+
+def _usage(message: str) -> None:
+    typer.echo(f"mcore-diagnose triage: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _check_outputs(output: Path | None, summaries: list[Path]) -> None:
+    from analyzer.triage.summary import summary_format, table_format
+
+    try:
+        if output is not None:
+            table_format(output)
+        for p in summaries:
+            summary_format(p)
+    except ValueError as exc:
+        _usage(str(exc))
+
+
+def _load_baseline(baseline: Path | None) -> Any:
+    if baseline is None:
+        return None
+    from analyzer.triage.summary import TableError, read_table
+
+    if not baseline.is_file():
+        _usage(f"--baseline {baseline}: no such file")
+    try:
+        return read_table(baseline)
+    except (TableError, ValueError) as exc:
+        _usage(f"--baseline: {exc}")
+    return None
+
+
+def _finish(
+    df: Any,
+    output: Path | None,
+    baseline_df: Any,
+    baseline: Path | None,
+    summaries: list[Path],
+    quiet: bool,
+    meta: dict[str, Any],
+    warnings: list[str],
+) -> None:
+    from analyzer.triage.summary import (
+        mark_new,
+        render,
+        render_terminal,
+        summarize,
+        summary_format,
+        write_table,
+    )
+
+    s = summarize(df, baseline_df, baseline.name if baseline else None)
+    s.notes = warnings + s.notes
+    table = mark_new(df, s) if s.baseline is not None else df
+    if output is not None:
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            write_table(table, output, meta)
+        except OSError as exc:
+            _usage(f"cannot write {output}: {exc.strerror or exc}")
+    for p in summaries:
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(render(s, summary_format(p)), encoding="utf-8")
+        except OSError as exc:
+            _usage(f"cannot write {p}: {exc.strerror or exc}")
+    if not quiet:
+        import shutil
+
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size((120, 24)).columns
+        sys.stdout.write(render_terminal(s, color=tty, width=width))
+    elif warnings:
+        for w in warnings:
+            typer.echo(f"mcore-diagnose triage: warning: {w}", err=True)
+    if output is not None and not quiet:
+        typer.echo(f"wrote {output} ({df.height} jobs)", err=True)
+
+
+class _Progress:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.enabled:
+            end = "\n" if done == total else ""
+            sys.stderr.write(f"\rtriage: {done}/{total} jobs diagnosed{end}")
+            sys.stderr.flush()
+
+
+@triage_app.command("run")
+def run_cmd(
+    roots: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Directories to search for job directories (or job directories / log files "
+            "themselves).",
+            show_default=False,
+            metavar="ROOT",
+        ),
+    ] = None,
+    output: OutputOpt = None,
+    jobs_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--jobs-from",
+            help="Also diagnose the job directories listed in this file (one per line, - for "
+            "stdin), taken as given.",
+            metavar="FILE",
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Diagnose only the I-th of N deterministic partitions (I from 0) and write a "
+            "part for `triage merge`.",
+            metavar="I/N",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            "-j",
+            help="Worker processes (default: the CPUs available; 0: in this process, no limits).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds one job may take (0: no limit).")
+    ] = 600.0,
+    max_memory: Annotated[
+        float | None,
+        typer.Option(
+            "--max-memory",
+            help="GiB one job's worker may use (default: 80% of memory over the workers; 0: no "
+            "limit).",
+        ),
+    ] = None,
+    max_depth: Annotated[
+        int, typer.Option("--max-depth", help="How deep below each root to search.")
+    ] = 12,
+    baseline: BaselineOpt = None,
+    summary: SummaryOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Find job directories under ROOTs, diagnose them in parallel, summarise (the default).
+
+    A job directory directly holds a SLURM output (slurm-<id>.out, <name>-<id>.out/.err) or
+    a torchrun --log-dir tree; see docs/triage.md for the whole rule.
+    """
+    from analyzer.triage.find import FindError, find_jobs, parse_shard, read_job_list
+    from analyzer.triage.run import default_max_memory, run_jobs, to_frame, usable_cpus
+
+    summaries = list(summary or [])
+    _check_outputs(output, summaries)
+    shard_spec: tuple[int, int] | None = None
+    if shard is not None:
+        try:
+            shard_spec = parse_shard(shard)
+        except ValueError as exc:
+            _usage(str(exc))
+    if workers is not None and workers < 0:
+        _usage("--workers must be 0 or more")
+    if timeout < 0:
+        _usage("--timeout must be 0 or more")
+    baseline_df = _load_baseline(baseline)
+    roots = list(roots or [])
+    if not roots and jobs_from is None:
+        _usage("give one or more ROOT directories, or --jobs-from FILE")
+    jobs = []
+    try:
+        if jobs_from is not None:
+            if str(jobs_from) == "-":
+                text = sys.stdin.read()
+                base = None
+            else:
+                try:
+                    text = jobs_from.read_text(encoding="utf-8", errors="surrogateescape")
+                except OSError as exc:
+                    _usage(f"--jobs-from {jobs_from}: {exc.strerror or exc}")
+                base = jobs_from.parent
+            jobs += read_job_list(text, base)
+        if roots:
+            jobs += find_jobs(roots, max_depth=max_depth)
+    except FindError as exc:
+        _usage(str(exc))
+    jobs = sorted({j.path: j for j in jobs}.values())
+    if not jobs:
+        typer.echo(
+            "mcore-diagnose triage: warning: no job directories found (a job directory holds "
+            "slurm-<id>.out or <name>-<id>.out/.err; see docs/triage.md)",
+            err=True,
+        )
+    meta: dict[str, Any] = {"jobs": len(jobs), "roots": [str(r) for r in roots]}
+    if shard_spec is not None:
+        from analyzer.triage.find import select_shard
+
+        i, n = shard_spec
+        meta["jobs_all"] = len(jobs)
+        jobs = select_shard(jobs, i, n)
+        meta.update(shard=f"{i}/{n}", jobs=len(jobs))
+        if output is None:
+            output = Path(f"triage-part-{i}-of-{n}.parquet")
+    from analyzer.triage.fingerprint import FINGERPRINT_VERSION
+
+    meta["fingerprint_version"] = FINGERPRINT_VERSION
+    n_workers = usable_cpus() if workers is None else workers
+    if max_memory is None:
+        mem = default_max_memory(max(1, n_workers))
+    else:
+        mem = int(max_memory * 2**30) if max_memory > 0 else None
+    if not quiet:
+        where = f" (shard {meta['shard']} of {meta['jobs_all']})" if shard_spec else ""
+        typer.echo(
+            f"triage: {len(jobs)} job directories{where}, {n_workers or 1} worker(s)", err=True
+        )
+    rows = run_jobs(
+        jobs,
+        workers=n_workers,
+        timeout=timeout or None,
+        max_memory=mem,
+        progress=_Progress(not quiet and sys.stderr.isatty()),
+    )
+    _finish(to_frame(rows), output, baseline_df, baseline, summaries, quiet, meta, [])
+    raise typer.Exit(EXIT_OK)
+
+
+@triage_app.command("merge")
+def merge_cmd(
+    parts: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Parts written by `triage --shard I/N -o ...`.",
+            show_default=False,
+            metavar="PART",
+        ),
+    ],
+    output: OutputOpt = None,
+    baseline: BaselineOpt = None,
+    summary: SummaryOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Combine the parts of a sharded triage into one table and summary.
+
+    mcore-diagnose triage merge parts/*.parquet -o triage.parquet --summary triage.md
+    """
+    from analyzer.triage.fingerprint import FINGERPRINT_VERSION
+    from analyzer.triage.summary import TableError, merge_tables
+
+    summaries = list(summary or [])
+    _check_outputs(output, summaries)
+    missing = [str(p) for p in parts if not p.is_file()]
+    if missing:
+        _usage(f"no such part: {', '.join(missing)}")
+    baseline_df = _load_baseline(baseline)
+    try:
+        df, warnings = merge_tables(list(parts))
+    except (TableError, ValueError) as exc:
+        _usage(str(exc))
+        return
+    meta = {
+        "jobs": df.height,
+        "merged_parts": len(parts),
+        "fingerprint_version": FINGERPRINT_VERSION,
+    }
+    _finish(df, output, baseline_df, baseline, summaries, quiet, meta, warnings)
+    raise typer.Exit(EXIT_OK)
