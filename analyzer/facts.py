@@ -127,6 +127,10 @@ def collect_facts(rows: list[dict[str, Any]]) -> JobFacts:
         pid = r.get("pattern_id") or ""
         if "checkpoint" in pid and "save" in pid:
             saving = "success" not in pid and "done" not in pid
+        cc = r.get("compute_cap")
+        if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
+            major, minor = cc.split(".")
+            f.values["sm"] = int(major) * 10 + int(minor[:1])
         text = r.get("message") or ""
         m = _SM.search(text)
         if m and "sm" not in f.values:

@@ -1,0 +1,100 @@
+"""Fixes fit the job: the rule table and the job's own numbers, never generic text."""
+
+from __future__ import annotations
+
+from analyzer.attribute import Geometry
+from analyzer.facts import JobFacts, gpu_generation
+from analyzer.fixes import tailor_fix
+
+MAXCONN = (
+    "Using tensor model parallelism or context parallelism require setting the environment "
+    "variable CUDA_DEVICE_MAX_CONNECTIONS to 1"
+)
+
+
+def _fix(row: dict, **facts: object) -> str:
+    return tailor_fix(row, "base fix", JobFacts(values=dict(facts)), Geometry())
+
+
+def test_max_connections_hopper_tp_gives_the_export_line() -> None:
+    fix = _fix(
+        {"category": "cuda_device_max_connections", "message": MAXCONN},
+        gpu_generation="Hopper",
+        tp=4,
+        cp=1,
+    )
+    assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in fix and "Hopper" in fix and "TP=4" in fix
+
+
+def test_max_connections_fsdp_says_delete_the_line() -> None:
+    fix = _fix(
+        {
+            "category": "cuda_device_max_connections",
+            "message": "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one",
+        }
+    )
+    assert "delete the line `export CUDA_DEVICE_MAX_CONNECTIONS=1`" in fix
+
+
+def test_max_connections_on_blackwell_names_the_precedence_bug() -> None:
+    fix = _fix(
+        {"category": "cuda_device_max_connections", "message": MAXCONN},
+        gpu_generation="Blackwell",
+        sm=100,
+        tp=2,
+    )
+    assert "no effect" in fix and "0.13" in fix
+
+
+def test_max_connections_moe_overlap_wants_32() -> None:
+    fix = _fix({"category": "cuda_device_max_connections", "message": MAXCONN}, moe_overlap=True)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in fix
+
+
+def test_world_size_divisibility_lists_valid_tp_values() -> None:
+    fix = _fix(
+        {
+            "category": "config",
+            "message": "world_size (4) is not divisible by 3",
+            "world_size": "4",
+            "tp": "3",
+        }
+    )
+    assert "World size 4" in fix and "[1, 2, 4]" in fix
+
+
+def test_heads_divisibility_lists_valid_tp_values() -> None:
+    fix = _fix(
+        {
+            "category": "config",
+            "heads": "6",
+            "tp": "4",
+            "message": "num_attention_heads (6) must be a multiple of "
+            "tensor_model_parallel_size (4).",
+        },
+        world_size=4,
+    )
+    assert "num_attention_heads=6" in fix and "[1, 2]" in fix
+
+
+def test_oom_fix_uses_figures_and_parallelism() -> None:
+    fix = _fix(
+        {
+            "category": "cuda_oom",
+            "rank": 5,
+            "tried": "2.00 GiB",
+            "free": "1.21 GiB",
+            "total": "79.10 GiB",
+        },
+        tp=2,
+        pp=1,
+        micro_batch=4,
+    )
+    assert "Rank 5" in fix and "2.00 GiB" in fix and "from 4 to 2" in fix and "TP 2→4" in fix
+
+
+def test_gpu_generation_from_names_and_sm() -> None:
+    assert gpu_generation("NVIDIA H100 80GB HBM3")[0] == "Hopper"
+    assert gpu_generation("NVIDIA B200")[0] == "Blackwell"
+    assert gpu_generation("NVIDIA A100-SXM4-80GB")[0] == "Ampere"
+    assert gpu_generation(None, 100)[0] == "Blackwell"
