@@ -71,6 +71,14 @@ class TableFormat(StrEnum):
     parquet = "parquet"
 
 
+_SUFFIX_FORMAT = {
+    ".html": Format.html,
+    ".htm": Format.html,
+    ".md": Format.markdown,
+    ".json": Format.json,
+    ".txt": Format.text,
+}
+
 PathsArg = Annotated[
     list[str],
     typer.Argument(help="Job directories, log files, or - for standard input.", show_default=False),
@@ -171,7 +179,14 @@ def _write(text: str | bytes, output: Path | None) -> None:
 @app.command("diagnose")
 def diagnose_cmd(
     paths: PathsArg,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.terminal,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format (default: from the -o suffix .html/.md/.json/.txt, else terminal).",
+        ),
+    ] = None,
     output: OutputOpt = None,
     patterns: PatternsOpt = None,
     verbose: VerboseOpt = False,
@@ -190,7 +205,9 @@ def diagnose_cmd(
     """
     from analyzer.report import render
 
-    show_progress = fmt == Format.terminal and output is None and sys.stderr.isatty()
+    if fmt is None:
+        fmt = _SUFFIX_FORMAT.get(output.suffix.lower(), Format.text) if output else Format.terminal
+    show_progress = fmt != Format.json and sys.stderr.isatty()
     a = _load(paths, patterns, workers, show_progress)
     _check_readable(a, paths)
     d = a.diagnosis

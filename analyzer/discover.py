@@ -32,6 +32,8 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF", "PDF document"),
 )
 GZIP_MAGIC = b"\x1f\x8b"
+_CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b < 27 or 27 < b)
+_NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def sniff_binary(head: bytes) -> str | None:
     if not head:
         return None
     nul = head.count(b"\x00")
-    ctrl = sum(1 for b in head if b < 9 or 13 < b < 27 or 27 < b < 32)
+    ctrl = len(head.translate(None, _NOT_CONTROL))  # C0 controls other than \t\n\v\f\r, ESC
     if nul > len(head) // 8 or ctrl > len(head) * 3 // 10:
         return "binary content"
     return None
@@ -80,7 +82,7 @@ def sniff_binary(head: bytes) -> str | None:
 
 def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
     name = path.name[:-3] if compressed else path.name
-    parts = Path(rel).parts
+    parts = rel.split("/")
     stream = None
     attempt = local_rank = task = None
     node_hint = None
@@ -187,21 +189,23 @@ def _drop_shared_node_hints(out: Discovery) -> None:
 def _walk(root: Path, out: Discovery) -> None:
     real_root = root.resolve()
     seen: set[tuple[int, int]] = set()
-    stack: list[Path] = [root]
+    # (path, path relative to root); strings, not Paths: a job can hold 100,000 files.
+    stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
-        d = stack.pop()
+        d, d_rel = stack.pop()
         try:
-            dst = d.stat()
+            dst = os.stat(d)
             if (dst.st_dev, dst.st_ino) in seen:
-                out.skipped.append((_rel(d, root), "directory already visited (symlink loop)"))
+                out.skipped.append((d_rel or ".", "directory already visited (symlink loop)"))
                 continue
             seen.add((dst.st_dev, dst.st_ino))
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            out.problems.append(f"{_rel(d, root)}: cannot list ({exc.strerror or exc})")
+            out.problems.append(f"{d_rel or '.'}: cannot list ({exc.strerror or exc})")
             continue
         for e in entries:
-            rel = _rel(Path(e.path), root)
+            rel = f"{d_rel}/{e.name}" if d_rel else e.name
             try:
                 if e.is_symlink():
                     target = Path(e.path).resolve()
@@ -215,16 +219,9 @@ def _walk(root: Path, out: Discovery) -> None:
                 out.skipped.append((rel, f"unreadable entry ({exc})"))
                 continue
             if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(e.path))
+                stack.append((e.path, rel))
             elif stat.S_ISREG(st.st_mode):
                 if (st.st_dev, st.st_ino) in seen:
                     continue
                 seen.add((st.st_dev, st.st_ino))
                 _check_file(Path(e.path), rel, st, out, explicit=False)
-
-
-def _rel(p: Path, root: Path) -> str:
-    try:
-        return p.relative_to(root).as_posix() or "."
-    except ValueError:
-        return p.as_posix()

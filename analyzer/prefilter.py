@@ -15,6 +15,14 @@ try:  # pragma: no cover - depends on the platform wheel
 except ImportError:  # pragma: no cover
     _hs = None
 
+_D = rb"(?:[0-9]|[\x80-\xff]{2,4})"
+STAMP_SIGNATURE = (
+    _D + _D + rb":" + _D + _D + rb":" + _D + _D + rb"|[\x00-\x08\x0b-\x1f\x7f]|\xc2\x9b"
+)
+"""Bytes every line with a parsable timestamp contains: ``\\d\\d:\\d\\d:\\d\\d`` in UTF-8 (a
+Unicode digit is an ASCII digit or 2-4 bytes >= 0x80), or a control byte / C1 CSI that
+``clean_line`` may remove from between the digits."""
+
 
 class Prefilter:
     """Report the byte offsets of needle occurrences in a buffer."""
@@ -55,3 +63,48 @@ class Prefilter:
         if self._rx is not None:
             return [m.end() for m in self._rx.finditer(data)]
         return []
+
+    def find_all(self, data: bytes) -> list[tuple[int, int]] | None:
+        """``(end offset, needle index)`` of *every* occurrence, overlapping ones included.
+
+        None where the engine cannot promise that (the ``regex`` fallback reports
+        non-overlapping matches only); callers then use :meth:`find`.
+        """
+        if self._db is None:
+            return None
+        hits: list[tuple[int, int]] = []
+
+        def on_match(nid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            hits.append((to, nid))
+
+        self._db.scan(data, match_event_handler=on_match)
+        return hits
+
+
+class StampSieve:
+    """Where in a buffer a line may carry a timestamp (a superset: the lines it names still
+    have to be parsed). Hyperscan only; ``ends`` returns None without it."""
+
+    def __init__(self) -> None:
+        self._db = None
+        if _hs is not None:
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            db.compile(expressions=[STAMP_SIGNATURE], ids=[0], elements=1, flags=[0])
+            self._db = db
+
+    @property
+    def available(self) -> bool:
+        """Whether :meth:`ends` works here (Hyperscan is installed)."""
+        return self._db is not None
+
+    def ends(self, data: bytes) -> list[int] | None:
+        """End offsets of every signature match in ``data``, or None when unavailable."""
+        if self._db is None:
+            return None
+        ends: list[int] = []
+
+        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            ends.append(to)
+
+        self._db.scan(data, match_event_handler=on_match)
+        return ends

@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
+import regex
+
 from analyzer.attribute import Geometry
 from analyzer.catalog import render
 from analyzer.categories import SLURM_END_CATEGORIES, strength
@@ -66,10 +68,20 @@ def _values(r: dict[str, Any], facts: JobFacts) -> dict[str, Any]:
     return v
 
 
+_UNKNOWN_SUBJECT = regex.compile(r"\b(?P<w>[Rr]ank|[Nn]ode) \?(?=[\s,.:;)]|$)")
+
+
+def _unknowns(text: str) -> str:
+    """``Rank ? raised`` reads badly: say "a rank" where the logs name none."""
+    return _UNKNOWN_SUBJECT.sub(
+        lambda m: ("A " if m["w"][0].isupper() else "a ") + m["w"].lower(), text
+    )
+
+
 def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float) -> Verdict:
     vals = _values(r, facts)
-    cause = render(r.get("_cause") or r.get("title") or "", vals)
-    fix = tailor_fix(r, render(r.get("_fix") or "", vals), facts, geo)
+    cause = _unknowns(render(r.get("_cause") or r.get("title") or "", vals))
+    fix = _unknowns(tailor_fix(r, render(r.get("_fix") or "", vals), facts, geo))
     return Verdict(
         category=r["category"],
         cause=cause,
@@ -251,7 +263,8 @@ def _hang_verdict(
             "rank is accused."
         )
         v.rank_note = finding.reason
-    v.fix = tailor_fix({**first, "category": "collective_timeout"}, v.fix, facts, geo)
+    base = render(first.get("_fix") or "", _values(first, facts))
+    v.fix = tailor_fix({**first, "category": "collective_timeout"}, base, facts, geo)
     return v
 
 
@@ -393,7 +406,10 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
             if delta.total_seconds() > 1:
                 when = f" {_human(delta)} later"
         who = f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''}" if ranks else "the job"
-        lines.append(f"{who} then hit “{what}”{when} ({len(rs):,} lines) — downstream")
+        n = len(rs)
+        lines.append(
+            f"{who} then hit “{what}”{when} ({n:,} line{'s' if n != 1 else ''}) — downstream"
+        )
     return out, lines
 
 

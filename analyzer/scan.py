@@ -28,6 +28,8 @@ MAX_LINE_BYTES = 1 << 20
 """A line longer than this is cut into pieces for matching (a window around each hit)."""
 LOOKBACK_BYTES = 16 << 10
 LOOKBACK_LINES = 200
+SIGNATURE_OVERLAP = 64
+"""More than the longest stamp signature (26 bytes), so chunks overlap enough."""
 TRACEBACK_MAX_LINES = 400
 
 TRACEBACK_START = "Traceback (most recent call last):"
@@ -127,6 +129,9 @@ class FileScanner:
         self._subsets: dict[frozenset[int], Catalog] = {}
         self._line_needles: dict[int, set[int]] | None = None
         """Needle indexes found on each line of the current block (by line start)."""
+        self._stamp_data: bytes | None = None
+        self._stamp_memo: dict[int, Stamp | None] = {}
+        """Parsed stamps of the current block's lines (by line start), for ``_last_stamp``."""
 
     # -- reading ------------------------------------------------------------------------
     def scan(self, lf: LogFile) -> FileScan:
@@ -234,13 +239,16 @@ class FileScanner:
 
     def _match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
         """``catalog.match(msg)``, asked only of the patterns whose needles the byte prefilter
-        found on this line (the same answer: a needle in the message is a needle in the raw
-        line, unless ``clean_line`` removed bytes or cut the line; those lines ask the whole
-        catalog)."""
-        ids = self._line_needles.get(start) if self._line_needles is not None else None
-        if ids is None or text.encode("utf-8") != raw_line:
+        found on the line at ``start`` (none found: no pattern can match). The same answer:
+        a needle in the message is a needle in the raw line, unless ``clean_line`` removed
+        bytes or cut the line (``text`` is then not ``raw_line`` decoded); those lines, and
+        every line where the prefilter cannot list its needles, ask the whole catalog."""
+        per_line = self._line_needles
+        if per_line is None or text.encode("utf-8") != raw_line:
             return self.catalog.match(msg)
-        key = frozenset(ids)
+        key = frozenset(per_line.get(start, ()))
+        if not key:
+            return None
         sub = self._subsets.get(key)
         if sub is None:
             cat = self.catalog
@@ -265,19 +273,27 @@ class FileScanner:
         """The timestamp of the nearest dated line before ``end`` (the stream's clock)."""
         lo = max(0, end - LOOKBACK_BYTES)
         window = data[lo:end]
-        sieve = self.stamps.ends(window)
-        if sieve is None:
-            lines = window.split(b"\n")
-            if lo > 0:
-                lines = lines[1:]
-            candidates: Iterator[bytes] = reversed(lines[-LOOKBACK_LINES:])
-        else:
-            candidates = self._sieved_lines(window, sieve, lo > 0)
-        for raw in candidates:
+        if self.stamps.available:
+            if self._stamp_data is not data:
+                self._stamp_data, self._stamp_memo = data, {}
+            memo = self._stamp_memo
+            for s, raw in self._sieved_lines(window, lo > 0):
+                if lo + s in memo:
+                    st = memo[lo + s]
+                else:
+                    st = memo[lo + s] = self._line_stamp(raw) if raw else None
+                if st is not None:
+                    if st.year:
+                        out.years.add(st.year)
+                    return st
+            return fallback
+        lines = window.split(b"\n")
+        if lo > 0:
+            lines = lines[1:]
+        for raw in reversed(lines[-LOOKBACK_LINES:]):
             if not raw:
                 continue
-            pre = split_prefixes(clean_line(decode(raw[:512])))
-            st = pre.stamp or find_stamp(pre.message, limit=80)
+            st = self._line_stamp(raw)
             if st is not None:
                 if st.year:
                     out.years.add(st.year)
@@ -285,21 +301,33 @@ class FileScanner:
         return fallback
 
     @staticmethod
-    def _sieved_lines(window: bytes, ends: list[int], skip_first: bool) -> Iterator[bytes]:
-        """The lines of the last ``LOOKBACK_LINES`` pieces of ``window.split(b"\\n")`` (less the
-        first piece when it may be cut) that hold a stamp signature, last first. Every line
-        whose timestamp parses holds one, so these are the only lines worth parsing."""
-        prev = -1
-        ends.sort()
-        for to in reversed(ends):
-            s = window.rfind(b"\n", 0, to) + 1
-            if s == prev:
-                continue
-            prev = s
-            if (skip_first and s == 0) or window.count(b"\n", s) >= LOOKBACK_LINES:
+    def _line_stamp(raw: bytes) -> Stamp | None:
+        pre = split_prefixes(clean_line(decode(raw[:512])))
+        return pre.stamp or find_stamp(pre.message, limit=80)
+
+    def _sieved_lines(self, window: bytes, skip_first: bool) -> Iterator[tuple[int, bytes]]:
+        """The lines among the last ``LOOKBACK_LINES`` pieces of ``window.split(b"\\n")`` (less
+        the first piece when it may be cut) that hold a stamp signature, last first. Every line
+        whose timestamp parses holds one, so these are the only lines worth parsing. The window
+        is sieved from its end in growing chunks: the nearest stamp is usually a line away."""
+        prev = len(window) + 1
+        hi = len(window)
+        size = 1024
+        while hi > 0:
+            lo = max(0, hi - size)
+            for to in sorted(self.stamps.ends(window[lo:hi]) or (), reverse=True):
+                s = window.rfind(b"\n", 0, lo + to) + 1
+                if s >= prev:
+                    continue
+                prev = s
+                if (skip_first and s == 0) or window.count(b"\n", s) >= LOOKBACK_LINES:
+                    return
+                e = window.find(b"\n", s)
+                yield s, window[s:] if e < 0 else window[s:e]
+            if lo == 0:
                 return
-            e = window.find(b"\n", s)
-            yield window[s:] if e < 0 else window[s:e]
+            hi = lo + SIGNATURE_OVERLAP  # a signature that straddles the cut
+            size *= 4
 
     def _event(
         self,
@@ -381,7 +409,7 @@ class FileScanner:
             fm = _FRAME.match(msg)
             if fm:
                 frames.append(msg.strip())
-            pm = self.catalog.match(msg)
+            pm = self._match(msg, raw, t, line_start)
             stripped = msg.strip()
             is_exc = (
                 not msg[:1].isspace()

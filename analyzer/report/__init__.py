@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
 
+FORMATS = ("terminal", "text", "markdown", "html", "json")
+
+
+def terminal_width(default: int = 100) -> int:
+    """The terminal's width, kept between 60 and 160 columns."""
+    cols = shutil.get_terminal_size((default, 24)).columns
+    return max(60, min(cols, 160))
+
 
 def render(
     a: Analysis, fmt: str, *, quiet: bool = False, verbose: bool = False, color: bool = False
 ) -> str:
-    """The report for ``a`` in ``fmt`` (terminal, text, markdown, html, json)."""
+    """The report for ``a`` in ``fmt`` (terminal, text, markdown, html, json).
+
+    ``color`` says the output goes to a terminal: the terminal report is then coloured (unless
+    ``NO_COLOR`` is set) and as wide as the terminal. ``quiet`` gives one line (not for JSON).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     if fmt == "json":
         from analyzer.report.jsonout import to_json
 
@@ -23,11 +38,14 @@ def render(
     if fmt == "markdown":
         from analyzer.report.markdown import to_markdown
 
-        return to_markdown(a)
+        return to_markdown(a, verbose=verbose)
     if fmt == "html":
         from analyzer.report.html import to_html
 
-        return to_html(a)
-    from analyzer.report.terminal import to_terminal
+        return to_html(a, verbose=verbose)
+    from analyzer.report.terminal import WIDTH, to_terminal, to_text
 
-    return to_terminal(a, color=(fmt == "terminal" and color), verbose=verbose)
+    if fmt == "text":
+        return to_text(a, verbose=verbose)
+    width = terminal_width() if color else WIDTH
+    return to_terminal(a, color=color, verbose=verbose, width=width)

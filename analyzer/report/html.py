@@ -1,16 +1,232 @@
-"""HTML report (placeholder until the report issue lands)."""
+"""The HTML report (``--format html``): one self-contained page to attach to a failure mail.
+
+No script, no external stylesheet, font or image: one ``<style>`` block and plain HTML, so it
+renders the same in a browser, a mail client or an archive years later. A Content-Security-Policy
+meta tag forbids scripts and remote loads as a second line of defence. Every log-derived string
+goes through :func:`html.escape`. The rank grid is HTML (one ``<span>`` per rank with a ``title``
+tooltip, grouped by node) rather than SVG, which many mail clients drop; each cell also carries
+its letter, so the grid still reads when colours are lost.
+"""
 
 from __future__ import annotations
 
 import html
 from typing import TYPE_CHECKING
 
+from analyzer import __version__
+from analyzer.report.grid import Grid
+from analyzer.report.model import EvidenceView, ReportModel, build_model
+from analyzer.report.safe import shorten
+
 if TYPE_CHECKING:
     from analyzer.api import Analysis
 
+_SEVERITY = {
+    "fail": ("#c62828", "#fdecea", "Job failed"),
+    "unknown": ("#b26a00", "#fff4e0", "Job failed — cause not identified"),
+    "ok": ("#2e7d32", "#e8f5e9", "No failure found"),
+}
 
-def to_html(a: Analysis) -> str:
-    """A minimal self-contained HTML page."""
-    from analyzer.report.terminal import to_terminal
+CSS = """
+body{margin:0;padding:24px 12px;background:#eef1f4;color:#1d232a;
+font:14px/1.45 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+.page{max-width:1000px;margin:0 auto;background:#fff;border:1px solid #d5dbe1;border-radius:8px;
+overflow:hidden}
+.verdict{padding:16px 22px;border-left:8px solid var(--accent)}
+.kicker{font-size:12px;letter-spacing:.06em;text-transform:uppercase;color:var(--accent);
+font-weight:700;margin:0 0 2px}
+h1{font-size:22px;margin:0 0 10px;line-height:1.25}
+h1 .cat{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+h1 .title{font-weight:400;color:#3b4652}
+h2{font-size:15px;margin:22px 0 8px;padding-bottom:4px;border-bottom:1px solid #e3e7eb}
+section{padding:0 22px}
+table.kv{border-collapse:collapse;width:100%}
+table.kv th{text-align:left;vertical-align:top;white-space:nowrap;padding:3px 14px 3px 0;
+color:#4a5561;font-weight:600;width:1%}
+table.kv td{padding:3px 0;vertical-align:top}
+.note{color:#5f6b77;font-size:12px}
+.loc{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;
+color:#0b5cad;margin:10px 0 4px}
+.loc .who{color:#5f6b77;font-family:inherit}
+pre{margin:0;padding:6px 10px;background:#f6f8fa;white-space:pre-wrap;overflow-wrap:anywhere;
+font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#3b4652}
+pre.hit{background:#fdecea;color:#7f1d1d;font-weight:600;border-left:3px solid #c62828}
+details summary{cursor:pointer;font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
+color:#5f6b77;background:#f6f8fa;padding:2px 10px}
+ul.sym{margin:0;padding-left:20px}
+.summary{margin:0 0 8px}
+.grid{line-height:0}
+.node{display:inline-block;vertical-align:top;margin:0 8px 6px 0;line-height:normal}
+.node .nl{display:block;font:10px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
+color:#5f6b77;max-width:120px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
+.cells{display:block;max-width:112px;line-height:0}
+.c{display:inline-block;width:12px;height:12px;margin:0 1px 1px 0;border-radius:2px;
+font:bold 9px/12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;text-align:center;
+vertical-align:top}
+.legend{margin-top:6px;font-size:12px;color:#3b4652}
+.legend span.item{display:inline-block;margin:0 14px 4px 0;white-space:nowrap}
+.legend .c{margin-right:4px}
+table.tl{border-collapse:collapse;font-size:12px}
+table.tl th,table.tl td{padding:2px 10px 2px 0;text-align:left;white-space:nowrap}
+footer{padding:14px 22px 0;color:#8a95a0;font-size:11px}
+""".strip()
 
-    return "<!doctype html><pre>" + html.escape(to_terminal(a, color=False)) + "</pre>\n"
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'"
+
+
+def e(text: object) -> str:
+    """HTML-escape a string for text and attribute context (quotes included)."""
+    return html.escape(str(text), quote=True)
+
+
+def _kv(rows: list[tuple[str, str]]) -> str:
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="kv">{body}</table>'
+
+
+def _verdict(m: ReportModel) -> str:
+    accent, bg, kicker = _SEVERITY[m.severity]
+    rows: list[tuple[str, str]] = []
+    if m.status != "ok":
+        who = e(m.who)
+        if m.rank_note:
+            who += f'<div class="note">{e(m.rank_note)}</div>'
+        rows.append(("First failing", who))
+        if m.time:
+            rows.append(("Time", e(m.time)))
+    rows.append(("Cause", e(m.cause)))
+    if m.fix:
+        rows.append(("Fix", e(m.fix)))
+    conf = f"{m.confidence:.2f}"
+    if m.pattern_id:
+        conf += f' <span class="note">pattern {e(m.pattern_id)}</span>'
+    rows.append(("Confidence", conf))
+    title = f' <span class="title">— {e(m.title)}</span>' if m.title else ""
+    return (
+        f'<div class="verdict" style="--accent:{accent};border-left-color:{accent};'
+        f'background:{bg}">'
+        f'<p class="kicker" style="color:{accent}">{kicker}</p>'
+        f'<h1><span class="cat">{e(m.category)}</span>{title}</h1>{_kv(rows)}</div>'
+    )
+
+
+def _pre(lines: list[str], cls: str = "") -> str:
+    c = f' class="{cls}"' if cls else ""
+    return f"<pre{c}>" + e("\n".join(lines)) + "</pre>"
+
+
+def _evidence_block(ev: EvidenceView, verbose: bool) -> str:
+    who = f' <span class="who">— {e(ev.who)}</span>' if ev.who else ""
+    out = [f'<div class="loc">{e(ev.location)}{who}</div>']
+    if ev.context:
+        first, hidden, last = (ev.context, 0, []) if verbose else ev.collapsed()
+        out.append(_pre(first))
+        if hidden:
+            mid = ev.context[len(first) : len(ev.context) - len(last)]
+            out.append(
+                f"<details><summary>… {hidden} more traceback lines</summary>{_pre(mid)}</details>"
+            )
+            out.append(_pre(last))
+    out.append(_pre([ev.text if verbose else shorten(ev.text, 4000)], "hit"))
+    return "".join(out)
+
+
+def _cell(c_mark: str, cls: str, title: str) -> str:
+    return f'<span class="c {cls}" title="{e(title)}">{e(c_mark)}</span>'
+
+
+def _grid_style(g: Grid) -> str:
+    return "".join(
+        f".k{i}{{background:{k.color[0]};color:{k.color[1]}}}" for i, k in enumerate(g.keys)
+    )
+
+
+def _grid(g: Grid) -> str:
+    by_val = {(k.kind, k.category): i for i, k in enumerate(g.keys)}
+    nodes = []
+    for n in g.nodes:
+        cells = "".join(
+            _cell(c.mark, f"k{by_val[(c.key.kind, c.key.category)]}", c.tooltip) for c in n.cells
+        )
+        nodes.append(
+            f'<div class="node" title="node {e(n.label)} ({len(n.cells)} ranks)">'
+            f'<span class="nl">{e(n.label)}</span><span class="cells">{cells}</span></div>'
+        )
+    legend = "".join(
+        f'<span class="item">{_cell(k.mark, f"k{i}", k.label)}{e(k.label)} '
+        f'<span class="note">({k.count:,})</span></span>'
+        for i, k in enumerate(g.keys)
+    )
+    return (
+        f'<p class="summary">{e(g.summary)}</p><div class="grid">{"".join(nodes)}</div>'
+        f'<div class="legend">{legend}</div>'
+        '<p class="note">One cell per rank, grouped by node, marked by the rank\'s first event; '
+        "hover a cell for its rank, node, event and time.</p>"
+    )
+
+
+def _timeline(m: ReportModel) -> str:
+    rows = "".join(
+        f"<tr><td>{r.rank}</td><td>{e(r.node)}</td><td>{e(r.time or '—')}</td>"
+        f"<td>{e(r.role or '—')}</td><td>{e(r.category or '—')}</td></tr>"
+        for r in m.timeline
+    )
+    return (
+        '<table class="tl"><tr><th>rank</th><th>node</th><th>first event</th><th>role</th>'
+        f"<th>category</th></tr>{rows}</table>"
+    )
+
+
+def render_html(m: ReportModel, *, verbose: bool = False, version: str = __version__) -> str:
+    """The HTML page of ``m``."""
+    parts: list[str] = [_verdict(m)]
+    if m.status != "ok" and m.evidence:
+        parts.append("<section><h2>Evidence</h2>")
+        parts += [_evidence_block(ev, verbose) for ev in m.evidence]
+        parts.append("</section>")
+    if m.status != "ok" and m.symptoms:
+        items = "".join(f"<li>{e(s)}</li>" for s in m.symptoms)
+        parts.append(f'<section><h2>Downstream symptoms</h2><ul class="sym">{items}</ul></section>')
+    facts = [(e(k), e(v)) for k, v in m.facts] + [("logs", e(m.logs))]
+    parts.append(f"<section><h2>Job</h2>{_kv(facts)}</section>")
+    if m.grid.cells:
+        parts.append(f"<section><h2>Rank grid</h2>{_grid(m.grid)}</section>")
+    if verbose and m.timeline:
+        parts.append(f"<section><h2>Per-rank timeline</h2>{_timeline(m)}</section>")
+    if m.attempts:
+        items = "".join(
+            f"<li>attempt {a.attempt}: <b>{e(a.category)}</b> (rank {e(a.rank)}, "
+            f"{a.confidence:.2f}): {e(a.cause)}</li>"
+            for a in m.attempts
+        )
+        parts.append(f"<section><h2>Per-attempt verdicts</h2><ul>{items}</ul></section>")
+    if m.alternatives:
+        items = "".join(
+            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): {e(a.cause)}</li>"
+            for a in m.alternatives[:3]
+        )
+        parts.append(f"<section><h2>Also considered</h2><ul>{items}</ul></section>")
+    if m.problems:
+        items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
+        parts.append(f'<section><h2>Notes</h2><ul class="note">{items}</ul></section>')
+    title = f"mcore-diagnose: {m.category}"
+    if m.rank is not None:
+        title += f" on rank {m.rank}"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light">\n'
+        f"<title>{e(title)}</title>\n"
+        f"<style>\n{CSS}\n{_grid_style(m.grid)}\n</style>\n"
+        '</head><body><div class="page">\n'
+        + "\n".join(parts)
+        + f"\n<footer>mcore-diagnose {e(version)} — post-mortem of {e(m.logs)}</footer>\n"
+        "</div></body></html>\n"
+    )
+
+
+def to_html(a: Analysis, *, verbose: bool = False) -> str:
+    """The HTML page for ``a``."""
+    return render_html(build_model(a), verbose=verbose)

@@ -1,15 +1,151 @@
-"""Markdown report (placeholder until the report issue lands)."""
+"""The Markdown report (``--format markdown``): for issues, chat and Markdown mail.
+
+Same content as the terminal report. Log text is untrusted: in running text it is
+HTML-escaped (Markdown renderers pass raw HTML through) and its Markdown punctuation is
+backslash-escaped; verbatim log lines go in code fences longer than any backtick run they hold.
+"""
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING
+
+import regex
+
+from analyzer.report.grid import text_rows
+from analyzer.report.model import EvidenceView, ReportModel, build_model
+from analyzer.report.safe import shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
 
+GRID_WIDTH = 100
+_MD_PUNCT = regex.compile(r"([\\`*_\[\]|~])")
+_TICKS = regex.compile(r"`+")
+_STATUS = {"fail": "failed", "unknown": "failed, cause unknown", "ok": "no failure found"}
 
-def to_markdown(a: Analysis) -> str:
-    """A minimal Markdown report."""
-    from analyzer.report.terminal import to_terminal
 
-    return "```\n" + to_terminal(a, color=False) + "```\n"
+def md(text: str) -> str:
+    """``text`` safe in running Markdown: one line, no HTML, no emphasis/links/tables."""
+    s = " ".join(text.split())
+    s = html.escape(s, quote=False)
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    # A line starting with "-", "1." or ">" would become a list or a quote.
+    return regex.sub(r"^(\d+)\.", r"\1\\.", s)
+
+
+def code(text: str) -> str:
+    """``text`` as an inline code span (for identifiers such as categories and file:line)."""
+    s = " ".join(text.split())
+    longest = max((len(t) for t in _TICKS.findall(s)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def fence(lines: list[str], info: str = "text") -> str:
+    """A fenced code block that no line inside can close."""
+    body = "\n".join(lines)
+    longest = max((len(t) for t in _TICKS.findall(body)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{body}\n{ticks}"
+
+
+def _evidence(e: EvidenceView, verbose: bool) -> list[str]:
+    head = f"**{code(e.location)}**" + (f" — {md(e.who)}" if e.who else "")
+    lines: list[str] = []
+    if e.context:
+        first, hidden, last = (e.context, 0, []) if verbose else e.collapsed()
+        lines += first
+        if hidden:
+            lines.append(f"… {hidden} more traceback lines …")
+            lines += last
+    lines.append(e.text if verbose else shorten(e.text, 2000))
+    return [head, "", fence(lines), ""]
+
+
+def _grid(m: ReportModel) -> list[str]:
+    g = m.grid
+    rows = text_rows(g, GRID_WIDTH)
+    lw = max(len(r[0]) for r in rows)
+    body = [
+        f"{label:>{lw}} " + " ".join("".join(c.mark for c in b) for b in blocks)
+        for label, blocks in rows
+    ]
+    legend = "   ".join(f"{k.mark} {k.label}" for k in g.keys)
+    return [
+        "## Rank grid",
+        "",
+        md(g.summary),
+        "",
+        fence([*body, "", legend]),
+        "",
+    ]
+
+
+def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
+    """The Markdown report of ``m``."""
+    title = code(m.category) + (f" — {md(m.title)}" if m.title else "")
+    out: list[str] = [f"# mcore-diagnose: {title}", "", f"*Job {_STATUS[m.severity]}.*", ""]
+    out += ["| | |", "|---|---|"]
+    out.append(f"| **Category** | {code(m.category)} |")
+    if m.status != "ok":
+        who = md(m.who) + (f" <br>*{md(m.rank_note)}*" if m.rank_note else "")
+        out.append(f"| **First failing** | {who} |")
+        if m.time:
+            out.append(f"| **Time** | {md(m.time)} |")
+    out.append(f"| **Cause** | {md(m.cause)} |")
+    if m.fix:
+        out.append(f"| **Fix** | {md(m.fix)} |")
+    conf = f"{m.confidence:.2f}" + (f" (pattern {code(m.pattern_id)})" if m.pattern_id else "")
+    out += [f"| **Confidence** | {conf} |", ""]
+    if m.status != "ok" and m.evidence:
+        out += ["## Evidence", ""]
+        for e in m.evidence:
+            out += _evidence(e, verbose)
+    if m.status != "ok" and m.symptoms:
+        out += ["## Downstream symptoms", ""]
+        out += [f"- {md(s)}" for s in m.symptoms]
+        out.append("")
+    out += ["## Job", "", "| | |", "|---|---|"]
+    out += [f"| {md(k)} | {md(v)} |" for k, v in m.facts]
+    out += [f"| logs | {md(m.logs)} |", ""]
+    if m.grid.cells:
+        out += _grid(m)
+    if verbose and m.timeline:
+        out += [
+            "## Per-rank timeline",
+            "",
+            "| rank | node | first event | role | category |",
+            "|---:|---|---|---|---|",
+        ]
+        out += [
+            f"| {r.rank} | {md(r.node)} | {md(r.time or '—')} | {md(r.role or '—')} | "
+            f"{md(r.category or '—')} |"
+            for r in m.timeline
+        ]
+        out.append("")
+    if m.attempts:
+        out += ["## Per-attempt verdicts", ""]
+        out += [
+            f"- attempt {a.attempt}: {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
+            f"{md(a.cause)}"
+            for a in m.attempts
+        ]
+        out.append("")
+    if m.alternatives:
+        out += ["## Also considered", ""]
+        out += [
+            f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {md(a.cause)}"
+            for a in m.alternatives[:3]
+        ]
+        out.append("")
+    if m.problems:
+        out += [f"> note: {md(p)}" for p in m.problems]
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def to_markdown(a: Analysis, *, verbose: bool = False) -> str:
+    """The Markdown report of ``a``."""
+    return render_markdown(build_model(a), verbose=verbose)

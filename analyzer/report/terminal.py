@@ -1,7 +1,10 @@
-"""The terminal report (rich): verdict panel, evidence, facts, symptoms and the rank grid.
+"""The terminal report (rich) and its plain-text twin (``--format text``).
 
-Log text is untrusted: it is passed to rich as ``Text`` (never parsed as markup) after control
-sequences were stripped by the reader.
+Verdict panel, evidence with a collapsed traceback, downstream symptoms, job facts and the rank
+grid; ``--verbose`` adds the per-rank timeline. Log text is untrusted: it only ever reaches rich
+as ``Text`` objects (never parsed as markup, no highlighting, no emoji codes) after
+:func:`~analyzer.report.safe.clean`, and a report rendered without colour is checked to hold no
+escape sequence at all.
 """
 
 from __future__ import annotations
@@ -10,174 +13,260 @@ import io
 import os
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from analyzer.report.grid import CATEGORY_STYLE, grid_cells
+from analyzer.report.grid import Grid, nodes_per_row, text_rows
+from analyzer.report.model import EvidenceView, ReportModel, build_model
+from analyzer.report.safe import clean, has_escape, shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
 
-_ROLE_STYLE = {"root": "bold red", "symptom": "yellow", None: "dim"}
+WIDTH = 100
+"""Width of reports written to a file or a pipe (and of the snapshots)."""
+EVIDENCE_CHARS = 600
+"""Longer evidence lines are cut in the default view (``--verbose`` shows them whole)."""
+
+_SEVERITY_STYLE = {"fail": "red", "unknown": "yellow", "ok": "green"}
 
 
-def _facts_table(a: Analysis) -> Table:
-    d = a.diagnosis
-    t = Table.grid(padding=(0, 2))
-    t.add_column(style="bold")
-    t.add_column()
-    f = d.facts
-    rows = [
-        ("world size", f.get("world_size")),
-        ("nodes × GPUs", _nodes(a)),
-        (
-            "parallelism",
-            " ".join(f"{k.upper()}={f[k]}" for k in ("tp", "pp", "cp", "dp", "ep") if f.get(k))
-            or None,
-        ),
-        (
-            "GPU",
-            " ".join(str(x) for x in (f.get("gpu_name"), f.get("gpu_generation")) if x) or None,
-        ),
-        (
-            "versions",
-            " ".join(
-                f"{k.split('_')[0]} {f[k]}"
-                for k in ("torch_version", "nccl_version", "megatron_version")
-                if f.get(k)
-            )
-            or None,
-        ),
-        ("last iteration", f.get("last_iteration")),
-        ("phase", d.phase),
-        ("read", f"{d.files} files, {d.bytes_read / 1e6:.1f} MB"),
-    ]
-    for k, v in rows:
-        if v is not None:
-            t.add_row(k, Text(str(v)))
-    return t
+def _verdict_panel(m: ReportModel) -> Panel:
+    style = _SEVERITY_STYLE[m.severity]
+    t = Text()
+    t.append(m.category, style=f"bold {style}")
+    if m.title:
+        t.append(" — " + m.title, style="bold")
+    rows = Table.grid(padding=(0, 1))
+    rows.add_column(style="bold", no_wrap=True)
+    rows.add_column()
+    if m.status != "ok":
+        who = Text(m.who)
+        if m.rank_note:
+            who.append("\n" + m.rank_note, style="dim")
+        rows.add_row("First failing", who)
+        if m.time:
+            rows.add_row("Time", Text(m.time))
+    rows.add_row("Cause", Text(m.cause))
+    if m.fix:
+        rows.add_row("Fix", Text(m.fix))
+    conf = Text(f"{m.confidence:.2f}")
+    if m.pattern_id:
+        conf.append(f"  (pattern {m.pattern_id})", style="dim")
+    rows.add_row("Confidence", conf)
+    return Panel(
+        Group(t, rows),
+        title="mcore-diagnose verdict",
+        title_align="left",
+        border_style=style,
+        expand=True,
+    )
 
 
-def _nodes(a: Analysis) -> str | None:
-    g = a.attributed.geometry
-    if g.nnodes and g.nproc_per_node:
-        return f"{g.nnodes} × {g.nproc_per_node}"
-    return None
+def _pad(r: RenderableType, pad: tuple[int, int, int, int]) -> Padding:
+    return Padding(r, pad, expand=False)
 
 
-def _verdict_panel(a: Analysis) -> Panel:
-    d = a.diagnosis
-    v = d.verdict
-    style = "green" if d.status == "ok" else ("yellow" if v.category == "unknown" else "red")
-    body = Text()
-    body.append(f"{v.category}", style=f"bold {style}")
-    if v.title:
-        body.append(f" — {v.title}")
-    body.append("\n")
-    who = "rank " + (str(v.rank) if v.rank is not None else "— (none named)")
-    if v.local_rank is not None:
-        who += f" (local {v.local_rank})"
-    if v.node is not None:
-        who += f" on node {v.node}"
-    if v.time:
-        who += f" at {v.time.isoformat(sep=' ')}"
-    body.append("First failing: ", style="bold")
-    body.append(who + "\n")
-    if v.rank_note:
-        body.append("  " + v.rank_note + "\n", style="dim")
-    body.append("Cause: ", style="bold")
-    body.append(v.cause + "\n")
-    body.append("Fix: ", style="bold")
-    body.append(v.fix + "\n")
-    body.append(f"Confidence: {v.confidence:.2f}", style="dim")
-    return Panel(body, title="mcore-diagnose verdict", border_style=style)
+def _heading(text: str) -> Text:
+    return Text(text, style="bold underline")
 
 
-def _evidence(a: Analysis, verbose: bool) -> Group:
-    v = a.diagnosis.verdict
-    parts: list[Text] = []
-    for e in v.evidence:
-        t = Text()
-        t.append(f"{e.file}:{e.line}", style="cyan")
-        t.append("\n  " + e.text)
-        ctx = e.context
-        if ctx:
-            shown = ctx if verbose or len(ctx) <= 8 else [*ctx[:2], "…", *ctx[-5:]]
-            for c in shown:
-                t.append("\n    │ " + c, style="dim")
-        parts.append(t)
-    return Group(Text("Evidence", style="bold"), *parts)
+def _evidence_block(e: EvidenceView, verbose: bool) -> RenderableType:
+    head = Text(e.location, style="cyan")
+    if e.who:
+        head.append("  " + e.who, style="dim")
+    parts: list[RenderableType] = [head]
+    if e.context:
+        first, hidden, last = (e.context, 0, []) if verbose else e.collapsed()
+        ctx = Text("\n".join(first), style="dim")
+        if hidden:
+            ctx.append(f"\n… {hidden} more traceback lines (--verbose shows them) …", style="dim")
+            ctx.append("\n" + "\n".join(last), style="dim")
+        ctx.no_wrap = True
+        ctx.overflow = "ellipsis"
+        parts.append(_pad(ctx, (0, 0, 0, 2)))
+    line = e.text if verbose else shorten(e.text, EVIDENCE_CHARS)
+    parts.append(_pad(Text(line, style="bold"), (0, 0, 0, 2)))
+    return Group(*parts)
 
 
-def _grid(a: Analysis, color: bool) -> Group:
-    nodes = grid_cells(a.diagnosis)
-    if not nodes:
+def _evidence(m: ReportModel, verbose: bool) -> RenderableType:
+    if not m.evidence:
         return Group()
-    lines: list[Text] = [Text("Rank grid (first event per rank)", style="bold")]
-    for node, cells in nodes:
-        t = Text(f"{node:>10} ")
-        for c in cells:
-            mark = c.mark
-            t.append(mark, style=CATEGORY_STYLE.get(c.kind, "") if color else "")
-        lines.append(t)
-    legend = Text("  X root cause  s symptom  · no event  ? rank not seen", style="dim")
+    blocks: list[RenderableType] = [_heading("Evidence")]
+    for e in m.evidence:
+        blocks.append(_evidence_block(e, verbose))
+    return Group(*blocks)
+
+
+def _symptoms(m: ReportModel) -> RenderableType:
+    if not m.symptoms:
+        return Group()
+    items = [_pad(Text("• " + s), (0, 0, 0, 2)) for s in m.symptoms[:8]]
+    if len(m.symptoms) > 8:
+        items.append(Text(f"  … and {len(m.symptoms) - 8} more", style="dim"))
+    return Group(_heading("Downstream symptoms"), *items)
+
+
+def _facts(m: ReportModel) -> RenderableType:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    for k, v in m.facts:
+        t.add_row(k, Text(v))
+    t.add_row("logs", Text(m.logs))
+    return Group(_heading("Job"), _pad(t, (0, 0, 0, 2)))
+
+
+def grid_lines(grid: Grid, width: int, color: bool) -> list[Text]:
+    """The rank grid as lines of text (styled only with ``color``)."""
+    rows = text_rows(grid, width)
+    if not rows:
+        return []
+    lw = max(len(r[0]) for r in rows)
+    out: list[Text] = []
+    for label, blocks in rows:
+        t = Text(f"  {label:>{lw}} ", style="dim")
+        for i, block in enumerate(blocks):
+            if i:
+                t.append(" ")
+            for c in block:
+                t.append(c.mark, style=c.key.style if color else "")
+        out.append(t)
+    return out
+
+
+def _grid(m: ReportModel, width: int, color: bool) -> RenderableType:
+    g = m.grid
+    if not g.cells:
+        return Group()
+    rows = text_rows(g, width)
+    per = nodes_per_row(rows)
+    head = "Rank grid"
+    head_note = " (one cell per rank, one row per node)"
+    if per > 1:
+        head_note = f" (one cell per rank, {per} nodes per row, row label = first node)"
+    lines: list[RenderableType] = [
+        Text(head, style="bold underline").append(head_note, style="dim"),
+        _pad(Text(g.summary), (0, 0, 0, 2)),
+        *grid_lines(g, width, color),
+    ]
+    legend = Text("  ")
+    for i, k in enumerate(g.keys):
+        if i:
+            legend.append("   ")
+        legend.append(k.mark, style=k.style if color else "")
+        legend.append(f" {k.label}", style="dim")
     lines.append(legend)
     return Group(*lines)
 
 
-def _symptoms(a: Analysis) -> Group:
-    lines = [Text("Downstream symptoms", style="bold")]
-    for s in a.diagnosis.symptom_lines[:8]:
-        lines.append(Text("  • " + s))
-    return Group(*lines) if len(lines) > 1 else Group()
-
-
-def _timeline(a: Analysis) -> Group:
-    lines = [Text("Per-rank timeline (first event)", style="bold")]
-    for rk, info in sorted(a.diagnosis.ranks.items()):
-        lines.append(
-            Text(
-                f"  rank {rk:>5} node {info.get('node') or '-':>10} {info.get('time') or '-':>26}"
-                f"  {info.get('role') or '-':8} {info.get('category') or '-'}"
-            )
+def _timeline(m: ReportModel) -> RenderableType:
+    t = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for col, just in (
+        ("rank", "right"),
+        ("node", "left"),
+        ("first event", "left"),
+        ("role", "left"),
+        ("category", "left"),
+    ):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in m.timeline:
+        t.add_row(
+            str(r.rank),
+            Text(r.node),
+            Text(r.time or "—"),
+            Text(r.role or "—"),
+            Text(r.category or "—"),
         )
+    return Group(_heading("Per-rank timeline (first event of each rank, earliest first)"), t)
+
+
+def _others(m: ReportModel) -> RenderableType:
+    lines: list[RenderableType] = []
+    if m.attempts:
+        lines.append(_heading("Per-attempt verdicts"))
+        for a in m.attempts:
+            lines.append(
+                _pad(
+                    Text(
+                        f"attempt {a.attempt}: {a.category} (rank {a.rank}, {a.confidence:.2f}): "
+                        f"{a.cause}"
+                    ),
+                    (0, 0, 0, 2),
+                )
+            )
+    if m.alternatives:
+        lines.append(_heading("Also considered"))
+        for a in m.alternatives[:3]:
+            lines.append(
+                _pad(
+                    Text(
+                        f"{a.category} (rank {a.rank}, {a.confidence:.2f}): {a.cause}", style="dim"
+                    ),
+                    (0, 0, 0, 2),
+                )
+            )
+    for p in m.problems:
+        lines.append(Text(f"note: {p}", style="dim"))
     return Group(*lines)
 
 
-def to_terminal(a: Analysis, *, color: bool, verbose: bool = False, width: int = 100) -> str:
-    """Render the report; ``color`` only on a TTY and when NO_COLOR is unset."""
-    use_color = color and not os.environ.get("NO_COLOR")
-    buf = io.StringIO()
-    console = Console(
+def _console(buf: io.StringIO, width: int, color: bool) -> Console:
+    return Console(
         file=buf,
-        force_terminal=use_color,
-        no_color=not use_color,
-        color_system="standard" if use_color else None,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
         width=width,
         highlight=False,
         emoji=False,
         markup=False,
+        soft_wrap=False,
+        legacy_windows=False,
+        _environ={},  # FORCE_COLOR, COLUMNS, TTY_* of the caller must not change the report
     )
-    console.print(_verdict_panel(a))
-    if a.diagnosis.status != "ok":
-        console.print(_evidence(a, verbose))
-        console.print()
-        console.print(_symptoms(a))
-    console.print(Text("Job", style="bold"))
-    console.print(_facts_table(a))
+
+
+def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: int = WIDTH) -> str:
+    """The report of ``m`` as text, with ANSI colours only when ``color``."""
+    buf = io.StringIO()
+    console = _console(buf, width, color)
+    console.print(_verdict_panel(m))
+    if m.status != "ok":
+        console.print(_evidence(m, verbose))
+        if m.symptoms:
+            console.print()
+            console.print(_symptoms(m))
     console.print()
-    console.print(_grid(a, use_color))
-    if verbose:
-        console.print(_timeline(a))
-    for alt in a.diagnosis.alternatives[:3]:
-        console.print(
-            Text(
-                f"Alternative: {alt.category} (rank {alt.rank}, {alt.confidence:.2f}): {alt.cause}",
-                style="dim",
-            )
-        )
-    for p in a.diagnosis.problems:
-        console.print(Text(f"note: {p}", style="dim"))
-    return buf.getvalue()
+    console.print(_facts(m))
+    if m.grid.cells:
+        console.print()
+        console.print(_grid(m, width, color))
+    if verbose and m.timeline:
+        console.print()
+        console.print(_timeline(m))
+    others = _others(m)
+    if m.attempts or m.alternatives or m.problems:
+        console.print()
+        console.print(others)
+    out = buf.getvalue()
+    if not color:
+        out = "\n".join(line.rstrip() for line in out.split("\n"))
+    if not color and has_escape(out):  # defensive: nothing may smuggle an escape sequence out
+        out = clean(out, keep_newlines=True)
+    return out
+
+
+def to_terminal(a: Analysis, *, color: bool, verbose: bool = False, width: int = WIDTH) -> str:
+    """Render the report; ``color`` only on a TTY, never when ``NO_COLOR`` is set."""
+    use_color = color and not os.environ.get("NO_COLOR")
+    return render_model(build_model(a), color=use_color, verbose=verbose, width=width)
+
+
+def to_text(a: Analysis, *, verbose: bool = False, width: int = WIDTH) -> str:
+    """The plain-text report (mail bodies, files): box drawing, no ANSI codes."""
+    return render_model(build_model(a), color=False, verbose=verbose, width=width)

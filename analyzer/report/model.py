@@ -1,0 +1,267 @@
+"""What every human-readable report shows, computed once from an :class:`Analysis`.
+
+The terminal, text, Markdown and HTML reports are views of this model, so they say the same
+thing. Every string in it that came from a log has been through :func:`clean` (no escape
+sequences, no control characters); each view still escapes it for its own medium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from analyzer.report.grid import Grid, build_grid
+from analyzer.report.safe import clean
+
+if TYPE_CHECKING:
+    from analyzer.api import Analysis
+    from analyzer.verdict import Evidence, Verdict
+
+CONTEXT_HEAD = 2
+CONTEXT_TAIL = 5
+"""A traceback longer than head + tail + 1 lines is shown collapsed: first and last lines."""
+
+
+@dataclass
+class EvidenceView:
+    """One evidence line and its (collapsible) traceback."""
+
+    location: str
+    """``file:line`` (relative to the job directory, as the reader named it)."""
+    who: str
+    """``rank 5`` / ``rank 5 on node gpu-07`` or empty."""
+    text: str
+    context: list[str] = field(default_factory=list)
+    """The traceback before the line, without the line itself."""
+    line_in_context: bool = False
+    """The traceback ends with this line (the exception message)."""
+
+    def collapsed(self) -> tuple[list[str], int, list[str]]:
+        """(first lines, number hidden, last lines) of the context."""
+        ctx = self.context
+        if len(ctx) <= CONTEXT_HEAD + CONTEXT_TAIL + 1:
+            return ctx, 0, []
+        return ctx[:CONTEXT_HEAD], len(ctx) - CONTEXT_HEAD - CONTEXT_TAIL, ctx[-CONTEXT_TAIL:]
+
+
+@dataclass
+class AltView:
+    """An alternative (or per-attempt) explanation, one line."""
+
+    category: str
+    rank: str
+    confidence: float
+    cause: str
+    attempt: int | None = None
+
+
+@dataclass
+class TimelineRow:
+    """One rank's first event, for ``--verbose``."""
+
+    rank: int
+    node: str
+    time: str
+    role: str
+    category: str
+
+
+@dataclass
+class ReportModel:
+    """The report's content; all strings are plain text, safe to escape and print."""
+
+    status: str
+    """``failed``, ``ok`` or ``unknown``."""
+    severity: str
+    """``ok`` (no failure), ``unknown`` (failed, cause not named) or ``fail``."""
+    category: str
+    title: str
+    rank: int | None
+    who: str
+    """``rank 5 (local 1) on node gpu-07`` or a note when no rank is named."""
+    time: str | None
+    cause: str
+    fix: str
+    confidence: float
+    pattern_id: str | None
+    rank_note: str | None
+    evidence: list[EvidenceView]
+    symptoms: list[str]
+    facts: list[tuple[str, str]]
+    grid: Grid
+    alternatives: list[AltView]
+    attempts: list[AltView]
+    problems: list[str]
+    timeline: list[TimelineRow]
+    logs: str
+    """The paths the report is about, as given on the command line."""
+
+    @property
+    def headline(self) -> str:
+        """``cuda_oom — CUDA out of memory`` (the title only when there is one)."""
+        return f"{self.category} — {self.title}" if self.title else self.category
+
+
+def fmt_time(t: datetime | str | None) -> str | None:
+    """A timestamp as ``2025-03-04 10:00:03`` (no ``T``; fraction and zone kept)."""
+    if t is None:
+        return None
+    if isinstance(t, datetime):
+        return t.isoformat(sep=" ")
+    return clean(t).replace("T", " ", 1)
+
+
+def _who(v: Verdict, hosts: dict[int, str]) -> str:
+    if v.rank is None:
+        who = "no single rank"
+    else:
+        who = f"rank {v.rank}"
+        if v.local_rank is not None:
+            who += f" (local {v.local_rank})"
+    node = _node_label(v.node, v.node_index, hosts)
+    if node:
+        who += f" on node {node}"
+    return who
+
+
+def _node_label(node: str | None, index: int | None, hosts: dict[int, str]) -> str | None:
+    label = clean(node) if node is not None else None
+    host = hosts.get(index) if index is not None else None
+    if host and label and clean(host) != label:
+        return f"{label} ({clean(host)})"
+    return label or (clean(host) if host else None)
+
+
+def _evidence(e: Evidence) -> EvidenceView:
+    text = clean(e.text)
+    ctx = [clean(c) for c in e.context]
+    in_ctx = False
+    if ctx and ctx[-1].strip() and text.rstrip().endswith(ctx[-1].strip()):
+        ctx = ctx[:-1]
+        in_ctx = True
+    who = []
+    if e.rank is not None:
+        who.append(f"rank {e.rank}")
+    if e.node is not None:
+        who.append(f"node {clean(e.node)}")
+    return EvidenceView(
+        location=f"{clean(e.file)}:{e.line}",
+        who=" on ".join(who),
+        text=text,
+        context=ctx,
+        line_in_context=in_ctx,
+    )
+
+
+def _alt(v: Verdict) -> AltView:
+    return AltView(
+        category=clean(v.category),
+        rank="—" if v.rank is None else str(v.rank),
+        confidence=v.confidence,
+        cause=clean(v.cause),
+        attempt=v.attempt,
+    )
+
+
+def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
+    d = a.diagnosis
+    f = d.facts
+    g = a.attributed.geometry
+    ws = f.get("world_size") or g.world_size
+    nodes = None
+    if g.nnodes and g.nproc_per_node:
+        nodes = f"{g.nnodes} × {g.nproc_per_node} GPUs"
+    elif grid.nodes and grid.cells:
+        nodes = f"{len(grid.nodes)} node{'s' if len(grid.nodes) != 1 else ''}"
+    par = " ".join(f"{k.upper()}={f[k]}" for k in ("tp", "pp", "cp", "dp", "ep") if f.get(k))
+    gpu = " ".join(str(f[k]) for k in ("gpu_name", "gpu_generation") if f.get(k))
+    if f.get("sm"):
+        gpu += f" (sm_{f['sm']})"
+    versions = ", ".join(
+        f"{name} {f[k]}"
+        for name, k in (
+            ("torch", "torch_version"),
+            ("NCCL", "nccl_version"),
+            ("Megatron", "megatron_version"),
+        )
+        if f.get(k)
+    )
+    last = f.get("last_iteration")
+    if last is not None and f.get("train_iters"):
+        last = f"{last} of {f['train_iters']}"
+    size = d.bytes_read
+    read = f"{d.files} file{'s' if d.files != 1 else ''}, {_bytes(size)}"
+    rows: list[tuple[str, Any]] = [
+        ("world size", ws),
+        ("ranks seen", None if ws or not grid.cells else len(grid.cells)),
+        ("nodes", nodes),
+        ("parallelism", par or None),
+        ("GPU", gpu.strip() or None),
+        ("versions", versions or None),
+        ("last iteration", last),
+        ("phase", d.phase),
+        ("read", read),
+    ]
+    shown = [(k, v) for k, v in rows if v not in (None, "")]
+    return [(k, clean(f"{v:,}" if isinstance(v, int) else v)) for k, v in shown]
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _timeline(grid: Grid) -> list[TimelineRow]:
+    rows = [
+        TimelineRow(
+            rank=c.rank,
+            node=c.node,
+            time=c.time or "",
+            role=c.role or "",
+            category=c.category or "",
+        )
+        for c in grid.cells
+    ]
+    # First events first (the culprit leads); ranks without an event at the end.
+    rows.sort(key=lambda r: (r.time == "", r.time, r.rank))
+    return rows
+
+
+def build_model(a: Analysis) -> ReportModel:
+    """The report model of ``a``."""
+    d = a.diagnosis
+    v = d.verdict
+    hosts = a.attributed.geometry.task_hosts
+    grid = build_grid(a)
+    if d.status == "ok":
+        severity = "ok"
+    elif v.category == "unknown" or d.status == "unknown":
+        severity = "unknown"
+    else:
+        severity = "fail"
+    return ReportModel(
+        status=d.status,
+        severity=severity,
+        category=clean(v.category),
+        title=clean(v.title),
+        rank=v.rank,
+        who=_who(v, hosts),
+        time=fmt_time(v.time),
+        cause=clean(v.cause),
+        fix=clean(v.fix),
+        confidence=v.confidence,
+        pattern_id=clean(v.pattern_id) if v.pattern_id else None,
+        rank_note=clean(v.rank_note) if v.rank_note else None,
+        evidence=[_evidence(e) for e in v.evidence],
+        symptoms=[clean(s) for s in d.symptom_lines],
+        facts=_facts(a, grid),
+        grid=grid,
+        alternatives=[_alt(x) for x in d.alternatives],
+        attempts=[_alt(x) for x in d.attempts],
+        problems=[clean(p) for p in d.problems],
+        timeline=_timeline(grid),
+        logs=", ".join(clean(p) for p in a.paths),
+    )

@@ -1,0 +1,43 @@
+"""Defensive cleaning of log-derived strings before any report shows them.
+
+The reader already removes ANSI sequences and C0 controls from every line; this is the second
+line of defence at the output edge: whatever reaches a report has no escape sequence, no C0/C1
+control character and no bidirectional override that could make a terminal, a mail client or a
+browser show something other than what the log said.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from analyzer.sanitize import _ANSI
+
+# C0 except \n and \t, DEL, C1; Unicode bidi embeddings/overrides/isolates (Trojan Source).
+_BAD = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: object, *, keep_newlines: bool = False) -> str:
+    """``text`` as a string with escape sequences and control characters removed.
+
+    Tabs become four spaces; newlines are kept only with ``keep_newlines`` (otherwise a
+    space), so one log line stays one line in every report.
+    """
+    s = "" if text is None else str(text)
+    if "\x1b" in s or "\x9b" in s:
+        s = _ANSI.sub("", s)
+    s = s.replace("\t", "    ").replace("\r\n", "\n").replace("\r", "\n")
+    if not keep_newlines:
+        s = s.replace("\n", " ")
+    return _BAD.sub("", s)
+
+
+def has_escape(text: str) -> bool:
+    """True when ``text`` holds an ESC or CSI byte (a report must not, unless it colours)."""
+    return "\x1b" in text or "\x9b" in text
+
+
+def shorten(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters with a marker saying how much was left out."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[:limit] + f" …[{len(text) - limit} more chars]"
