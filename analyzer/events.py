@@ -48,8 +48,12 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
     for _ev, a in att.events:
         if a["node_index"] is not None and a["host"]:
             pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
-    all_hosts = {h for hs in pairs.values() for h in hs}
-    distinct = len(all_hosts) >= len(pairs) > 0 or not pairs
+    for task, host in att.geometry.task_hosts.items():
+        pairs.setdefault(task, set()).add(host)
+    # Hostnames tell nodes apart only when each node index has one host and no two share it
+    # (one box standing in for several nodes, or torchrun's FQDN "localhost", do not).
+    single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
+    distinct = not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
     rows = []
     for ev, a in att.events:
         row: dict[str, Any] = {

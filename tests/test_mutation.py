@@ -26,13 +26,13 @@ CASCADES = [
 
 
 def _strip_root(job: Path, tmp: Path) -> tuple[Path, int | None]:
-    """Copy ``job`` without the lines of its verdict's root events (and their tracebacks)."""
+    """Copy ``job`` without the lines of its verdict's events (and their tracebacks)."""
     a = analyze(job, workers=1)
     v = a.diagnosis.verdict
     culprit = v.rank
     doomed: dict[str, set[int]] = {}
     for r in a.rows:
-        if r["pattern_id"] != v.pattern_id or r["role"] != "root":
+        if r["pattern_id"] != v.pattern_id:
             continue
         lines = doomed.setdefault(r["file"], set())
         lines.add(r["line"])
