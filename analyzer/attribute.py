@@ -207,6 +207,9 @@ def attribute(scans: list[FileScan]) -> Attributed:
             local_rank = ev.local_rank
             if local_rank is None and (lr := ev.fields.get("local_rank", "")).isdigit():
                 local_rank = int(lr)
+            wpid = ev.fields.get("pid", "")
+            if rank is None and wpid.isdigit() and int(wpid) in pid_rank:
+                rank = pid_rank[int(wpid)]  # e.g. "Sending process P closing signal SIGTERM"
             if ev.nccl_pid is not None:
                 if rank is None:
                     rank = pid_rank.get(ev.nccl_pid)
