@@ -53,7 +53,7 @@ class Analysis:
         ]
         d.files = len(self.read.scans)
         d.bytes_read = sum(s.bytes_read for s in self.read.scans)
-        if d.status == "ok" and not self.read.scans:
+        if d.status == "ok" and not self.read.readable:
             d.status = "unknown"
         return d
 

@@ -203,14 +203,23 @@ def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
 
 def check_pattern(p: Pattern) -> list[str]:
     """Problems with one pattern's own examples (empty when it proves itself)."""
-    problems = []
+    problems: list[str] = []
+    limit = USER_TIMEOUT_S * 4 if p.user else None
+    try:
+        _check_examples(p, problems, limit)
+    except TimeoutError:
+        problems.append(f"its regex ran longer than {limit}s on its own examples")
+    return problems
+
+
+def _check_examples(p: Pattern, problems: list[str], limit: float | None) -> None:
     if not p.examples:
         problems.append("has no examples")
     for ex in p.examples:
         msg = split_prefixes(ex.line).message
         if not any(n in ex.line for n in p.needles):
             problems.append(f"no needle occurs in example {ex.line[:80]!r}")
-        m = p.regex.search(msg)
+        m = p.regex.search(msg, timeout=limit)
         if not m:
             problems.append(f"does not match example {ex.line[:100]!r}")
             continue
@@ -219,9 +228,8 @@ def check_pattern(p: Pattern) -> list[str]:
             if got.get(k) != v:
                 problems.append(f"example {ex.line[:60]!r}: field {k}={got.get(k)!r}, want {v!r}")
     for line in p.counter_examples:
-        if p.regex.search(split_prefixes(line).message):
+        if p.regex.search(split_prefixes(line).message, timeout=limit):
             problems.append(f"matches counter-example {line[:100]!r}")
-    return problems
 
 
 def _load_file(path: Path, user: bool) -> list[Pattern]:

@@ -144,7 +144,7 @@ def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, sh
 
 
 def _check_readable(a: Any, paths: list[str]) -> None:
-    if a.read.scans:
+    if a.read.readable:
         return
     problems = a.read.problems
     skipped = a.discovery.skipped

@@ -32,7 +32,8 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF", "PDF document"),
 )
 GZIP_MAGIC = b"\x1f\x8b"
-_CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b < 27 or 27 < b)
+_NUL_RUN = regex.compile(rb"\x00{32,}")
+_CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b < 27 or b > 27)
 _NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
 
 
@@ -71,6 +72,9 @@ def sniff_binary(head: bytes) -> str | None:
             return what
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "Python pickle (e.g. a flight-recorder dump or checkpoint)"
+    # A node that dies mid-write can leave a block of NUL bytes in a log (the filesystem
+    # zero-fills what was allocated but never written): long NUL runs say nothing.
+    head = _NUL_RUN.sub(b"", head)
     if not head:
         return None
     nul = head.count(b"\x00")
@@ -133,8 +137,11 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
         out.skipped.append((rel, "empty file"))
         return
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(1024)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            head = os.read(fd, 1024)
+        finally:
+            os.close(fd)
     except OSError as exc:
         out.problems.append(f"{rel}: cannot read ({exc.strerror or exc}); check its permissions")
         return
@@ -181,9 +188,7 @@ def _drop_shared_node_hints(out: Discovery) -> None:
             runs.setdefault(f.node_hint, set()).add(run)
     shared = {h for h, rs in runs.items() if len(rs) > 1}
     if shared:
-        out.files = [
-            replace(f, node_hint=None) if f.node_hint in shared else f for f in out.files
-        ]
+        out.files = [replace(f, node_hint=None) if f.node_hint in shared else f for f in out.files]
 
 
 def _walk(root: Path, out: Discovery) -> None:

@@ -17,11 +17,11 @@ except ImportError:  # pragma: no cover
 
 _D = rb"(?:[0-9]|[\x80-\xff]{2,4})"
 STAMP_SIGNATURE = (
-    _D + _D + rb":" + _D + _D + rb":" + _D + _D + rb"|[\x00-\x08\x0b-\x1f\x7f]|\xc2\x9b"
+    _D + _D + rb":" + _D + _D + rb":" + _D + _D + rb"|[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]"
 )
 """Bytes every line with a parsable timestamp contains: ``\\d\\d:\\d\\d:\\d\\d`` in UTF-8 (a
-Unicode digit is an ASCII digit or 2-4 bytes >= 0x80), or a control byte / C1 CSI that
-``clean_line`` may remove from between the digits."""
+Unicode digit is an ASCII digit or 2-4 bytes >= 0x80), or a C0/C1 control character (ESC and
+CSI included) that ``clean_line`` may remove from between the digits."""
 
 
 class Prefilter:

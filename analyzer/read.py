@@ -47,6 +47,11 @@ class ReadResult:
     scans: list[FileScan] = field(default_factory=list)
 
     @property
+    def readable(self) -> bool:
+        """Whether any file yielded anything at all (a line, an event, an error.json)."""
+        return any(s.lines or s.events or s.error_json is not None for s in self.scans)
+
+    @property
     def problems(self) -> list[str]:
         """Everything that could not be read, one line each."""
         return self.discovery.problems + [s.problem for s in self.scans if s.problem]

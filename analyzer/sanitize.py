@@ -10,7 +10,11 @@ _ANSI = regex.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
     r"|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
 )
-_CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = regex.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LABEL = regex.compile(
+    r"(?:P\d+ )?\ *\d{1,6}: (?:\[[A-Za-z_-]*\d{1,6}\]:)?|\[[A-Za-z_-]*\d{1,6}\]:"
+)
+"""The launcher labels in front of a line: srun ``--label``, torchrun ``--tee``/template."""
 MAX_LINE_CHARS = 8192
 """Longer lines are cut (with a marker) before matching and reporting."""
 
@@ -26,9 +30,15 @@ def clean_line(text: str) -> str:
         text = _ANSI.sub("", text)
     text = text.rstrip("\r\n")
     if "\r" in text:
-        # A progress bar rewrites the line: what a terminal would show is the last frame.
+        # A progress bar rewrites the line: what a terminal would show is the last frame. srun
+        # --label (and torchrun --tee) label only what follows a newline, so a label on the
+        # first frame belongs to the last one too.
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""
+        if len(parts) > 1:
+            m = _LABEL.match(parts[0])
+            if m and not _LABEL.match(text):
+                text = m[0] + text
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text.replace("\t", "    "))
     if len(text) > MAX_LINE_CHARS:

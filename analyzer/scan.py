@@ -110,13 +110,20 @@ def _key(p: Prefixed) -> tuple[int | None, int | None, int | None]:
 class _Block:
     """A block of whole lines with its first line number and file offset."""
 
-    __slots__ = ("data", "first_line", "offset", "prev_stamp")
+    __slots__ = ("counted_lines", "counted_to", "data", "first_line", "offset", "prev_stamp")
 
     def __init__(self, data: bytes, first_line: int, offset: int, prev_stamp: Stamp | None):
         self.data = data
         self.first_line = first_line
         self.offset = offset
         self.prev_stamp = prev_stamp
+        self.counted_to = 0
+        """How far the scan has counted newlines (so they are counted once)."""
+        self.counted_lines = 0
+
+    def newlines(self) -> int:
+        """Newlines in the whole block."""
+        return self.counted_lines + self.data.count(b"\n", self.counted_to)
 
 
 class FileScanner:
@@ -155,9 +162,9 @@ class FileScanner:
                         continue
                     cut = len(data)  # a giant line: process what we have, continue the line
                 block, carry = data[:cut], data[cut:]
-                prev_stamp = self._scan_block(_Block(block, line_no, offset, prev_stamp), lf, out)
-                nl = block.count(b"\n")
-                line_no += nl
+                blk = _Block(block, line_no, offset, prev_stamp)
+                prev_stamp = self._scan_block(blk, lf, out)
+                line_no += blk.newlines()
                 offset += len(block)
         except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
             kind = "compressed file ends early or is corrupt" if lf.compressed else "read error"
@@ -235,6 +242,7 @@ class FileScanner:
             if pm is None:
                 continue
             out.events.append(self._event(pm, text, pre, line_no, blk.offset + s, blk, s, lf, out))
+        blk.counted_to, blk.counted_lines = counted_to, line_no - blk.first_line
         return self._last_stamp(data, len(data), blk.prev_stamp, out)
 
     def _match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
