@@ -344,24 +344,16 @@ def decide(
                 _earliest([r for r in symptoms if r["category"] == cat]), facts, geo, 0.5
             )
             return v, alternatives, "failed"
-        v = Verdict(
-            category="unknown",
-            cause=(
-                "The job failed, but no line in its logs names a cause: the earliest sign is "
-                f"“{first['title'] or first['pattern_id']}”."
-            ),
-            fix="Look at the evidence below; if the cause is in a line no pattern knows, add a "
-            "pattern with --patterns DIR.",
-            confidence=0.2,
-            pattern_id=first["pattern_id"],
-            rank=first.get("rank"),
-            local_rank=first.get("local_rank"),
-            node=first.get("node"),
-            node_index=first.get("node_index"),
-            time=first.get("time"),
-            title="Failure with no named cause",
-            evidence=[_evidence(first)],
-            attempt=first.get("attempt"),
+        v = _verdict_from(first, facts, geo, 0.2)
+        v.category = "unknown"
+        v.title = "Failure with no named cause"
+        v.cause = (
+            "The job failed, but no line in its logs names a cause: the earliest sign is "
+            f"“{first['title'] or first['pattern_id']}”."
+        )
+        v.fix = (
+            "Look at the evidence below; if the cause is in a line no pattern knows, add a "
+            "pattern with --patterns DIR."
         )
         return v, alternatives, "failed"
     v = Verdict(

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,8 @@ from harness.cluster import (  # noqa: E402
     start_cluster,
     unavailable_reason,
 )
-from harness.record import Recorder, RunResult, run_many  # noqa: E402
+from harness.jobs import RecordedScenario, SlurmJobRunner  # noqa: E402
+from harness.record import Recorder, run_many  # noqa: E402
 from harness.scenarios import SCENARIOS  # noqa: E402
 
 
@@ -59,79 +58,9 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
         cluster.stop()
 
 
-@dataclass
-class SubmittedJob:
-    job_id: int
-    job_dir: Path
-    script: Path
-    state: str | None = None  # final state when waited for
-
-    def output_text(self) -> str:
-        """All text files the job wrote into its job dir, concatenated."""
-        parts = []
-        for path in sorted(self.job_dir.rglob("*")):
-            if path.is_file() and path != self.script:
-                parts.append(path.read_text(errors="replace"))
-        return "\n".join(parts)
-
-
-class SlurmJobRunner:
-    """Submit sbatch scripts to the test cluster. Each job gets its own job dir (the
-    submission cwd, so relative ``#SBATCH --output`` paths land there)."""
-
-    def __init__(self, cluster: Cluster, root: Path) -> None:
-        self.cluster = cluster
-        self.root = root
-        self._count = 0
-
-    def new_job_dir(self, name: str) -> Path:
-        self._count += 1
-        job_dir = self.root / f"{self._count:03d}-{name}"
-        job_dir.mkdir(parents=True)
-        return job_dir
-
-    def submit(
-        self,
-        script: str,
-        name: str = "job",
-        env: Mapping[str, str] | None = None,
-        sbatch_args: Sequence[str] = (),
-        wait: bool = True,
-        timeout: float = 120,
-        job_dir: Path | None = None,
-    ) -> SubmittedJob:
-        job_dir = job_dir or self.new_job_dir(name)
-        path = job_dir / f"{name}.sbatch"
-        path.write_text(script)
-        job_id = self.cluster.sbatch(path, cwd=job_dir, env=env, args=sbatch_args)
-        job = SubmittedJob(job_id=job_id, job_dir=job_dir, script=path)
-        if wait:
-            job.state = self.wait(job, timeout=timeout)
-        return job
-
-    def wait(self, job: SubmittedJob | int, timeout: float = 120) -> str:
-        job_id = job.job_id if isinstance(job, SubmittedJob) else job
-        state = self.cluster.wait_job(job_id, timeout=timeout)
-        time.sleep(0.5)  # let slurmstepd flush the output files
-        if isinstance(job, SubmittedJob):
-            job.state = state
-        return state
-
-    def state(self, job_id: int) -> str:
-        return self.cluster.job_state(job_id)
-
-
 @pytest.fixture(scope="session")
-def slurm_jobs(
-    slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
-) -> SlurmJobRunner:
+def slurm_jobs(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> SlurmJobRunner:
     return SlurmJobRunner(slurm_cluster, tmp_path_factory.mktemp("jobs"))
-
-
-@dataclass
-class RecordedScenario:
-    result: RunResult
-    recording: Path  # neutralised copy (what sample_logs/real/<name>/ holds)
 
 
 @pytest.fixture(scope="session")
@@ -141,6 +70,6 @@ def scenario_results(
     work = tmp_path_factory.mktemp("scenario-work")
     out = tmp_path_factory.mktemp("scenario-recordings")
     recorder = Recorder(cluster=slurm_cluster, work=work)
-    jobs = int(os.environ.get("MCORE_E2E_JOBS", "2"))
+    jobs = int(os.environ.get("MCORE_E2E_JOBS", "1"))
     results = run_many(recorder, SCENARIOS, jobs=jobs)
     return {r.scenario.name: RecordedScenario(r, recorder.record(r, out)) for r in results}

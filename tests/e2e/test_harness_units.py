@@ -15,15 +15,33 @@ from harness.record import (
     neutral_replacements,
     neutralise_text,
 )
-from harness.scenarios import SCENARIOS, LaunchContext, render_sbatch
+from harness.scenarios import SCENARIOS, LaunchContext, Scenario, render_sbatch
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_logs" / "real"
 CATEGORIES = {
-    "python_exception", "native_crash", "cuda_oom", "host_oom", "cuda_error", "hardware",
-    "network", "nccl_error", "collective_timeout", "cuda_device_max_connections", "rendezvous",
-    "config", "import_error", "storage", "checkpoint", "nan_loss", "slurm_time_limit",
-    "slurm_preempted", "slurm_node_fail", "slurm_cancelled", "unknown", "none",
+    "python_exception",
+    "native_crash",
+    "cuda_oom",
+    "host_oom",
+    "cuda_error",
+    "hardware",
+    "network",
+    "nccl_error",
+    "collective_timeout",
+    "cuda_device_max_connections",
+    "rendezvous",
+    "config",
+    "import_error",
+    "storage",
+    "checkpoint",
+    "nan_loss",
+    "slurm_time_limit",
+    "slurm_preempted",
+    "slurm_node_fail",
+    "slurm_cancelled",
+    "unknown",
+    "none",
 }
 
 
@@ -34,7 +52,7 @@ def test_at_least_twelve_distinct_scenarios() -> None:
 
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
-def test_scenario_definition(sc) -> None:  # type: ignore[no-untyped-def]
+def test_scenario_definition(sc: Scenario) -> None:
     assert sc.category in CATEGORIES
     assert sc.rank == -1 or 0 <= sc.rank < 4
     assert sc.node in ("", "0", "1")
@@ -48,9 +66,13 @@ def test_scenario_definition(sc) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
-def test_sbatch_script_is_well_formed(sc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    ctx = LaunchContext(repo=tmp_path / "repo", python=tmp_path / "venv/bin/python",
-                        bare_python=tmp_path / "bare/bin/python3", master_port=29500)
+def test_sbatch_script_is_well_formed(sc: Scenario, tmp_path: Path) -> None:
+    ctx = LaunchContext(
+        repo=tmp_path / "repo",
+        python=tmp_path / "venv/bin/python",
+        bare_python=tmp_path / "bare/bin/python3",
+        master_port=29500,
+    )
     script = render_sbatch(sc, ctx)
     assert script.startswith("#!/bin/bash\n")
     assert "#SBATCH --ntasks=2" in script
@@ -71,7 +93,7 @@ def test_neutralise_paths_and_host(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
-def test_committed_sample(sc) -> None:  # type: ignore[no-untyped-def]
+def test_committed_sample(sc: Scenario) -> None:
     """The committed recording shows its fault and names no machine path."""
     sample = SAMPLES / sc.name
     if not sample.exists():

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.jobs import RecordedScenario
 from harness.record import check_recording, leftover_machine_paths
 from harness.scenarios import SCENARIOS
-
-from .conftest import RecordedScenario
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_logs" / "real"
@@ -21,14 +20,15 @@ pytestmark = pytest.mark.slurm
 
 
 def normalised_names(root: Path, job_id: int) -> list[str]:
-    """Relative file names with the job id and torchrun's random log-dir suffix masked."""
+    """Relative file names with the job id (``slurm-%j.out``, ``%x-%j.err``) and torchrun's
+    ``--log-dir`` run dir (``<rdzv-id = job id>_<random>``) masked."""
     names = []
     for path in root.rglob("*"):
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        rel = re.sub(rf"(?<!\d){job_id}(?!\d)", "{jobid}", rel)
-        rel = re.sub(r"\{jobid\}_[A-Za-z0-9_]{8}(?=/)", "{jobid}_*", rel)
+        rel = re.sub(rf"(?<!task)-{job_id}\.(out|err)$", r"-{jobid}.\1", rel)
+        rel = re.sub(rf"^torchrun-logs/{job_id}_[^/]+/", "torchrun-logs/{jobid}_*/", rel)
         names.append(rel)
     return sorted(names)
 
@@ -44,8 +44,11 @@ def test_scenario_state(name: str, scenario_results: dict[str, RecordedScenario]
 @pytest.mark.parametrize("name", NAMES)
 def test_scenario_must_contain(name: str, scenario_results: dict[str, RecordedScenario]) -> None:
     rec = scenario_results[name]
-    problems = [p for p in check_recording(rec.result.scenario, rec.recording, rec.result.state)
-                if p.startswith("no match")]
+    problems = [
+        p
+        for p in check_recording(rec.result.scenario, rec.recording, rec.result.state)
+        if p.startswith("no match")
+    ]
     assert not problems, f"{name}: {problems}"
 
 
