@@ -104,3 +104,13 @@ def test_committed_sample(sc: Scenario) -> None:
     assert expected["node"] == sc.node
     assert check_recording(sc, sample, sc.expected_state) == []
     assert leftover_machine_paths(sample) == []
+
+
+def test_missing_slurm_gives_a_skip_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.cluster as cluster
+
+    monkeypatch.setattr(cluster.shutil, "which", lambda *a, **k: None)
+    reason = cluster.unavailable_reason()
+    assert reason is not None and "not installed" in reason
+    with pytest.raises(cluster.ClusterUnavailable, match="not installed"):
+        cluster.start_cluster()

@@ -1,0 +1,417 @@
+"""The failure scenarios: one generated sbatch script each, with what the recording must show.
+
+Every job is ``--nodes=1 --ntasks=2``: the two srun tasks stand in for two nodes of a real
+allocation (``NODE_RANK=$SLURM_PROCID``), each running one
+``python -m torch.distributed.run --nnodes 2 --nproc-per-node 2`` agent with two workers, so
+global rank = node_rank x 2 + local_rank, world size 4.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NPROC_PER_NODE = 2
+NNODES = 2
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    # expected.toml
+    category: str
+    rank: int
+    node: str
+    cause: str
+    must_contain: tuple[str, ...]
+    expected_state: str  # final SLURM job state
+    # log layout
+    output: str = "combined"  # combined | split | per-task | per-task-split
+    label: bool = False  # srun --label
+    tee: bool = False  # torchrun --tee 3
+    log_dir: bool = False  # torchrun --log-dir $JOB_DIR/torchrun-logs --redirects 3
+    # the launch
+    train_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    time_limit: str = "00:05:00"
+    max_restarts: int = 0
+    rdzv_timeout: int = 20
+    bare_python_node: int | None = None  # this node's launcher uses a python without torch
+    port_offset_per_node: bool = False  # node N is told MASTER_PORT + N
+    hold_master_port: bool = False  # something already listens on the master port
+    cancel_after: str | None = None  # regex: scancel the job once its logs match it
+    max_seconds: float = 120  # how long the harness waits for the job to end
+    light: bool = False  # mostly idle: may run next to the other scenarios
+
+    @property
+    def layout(self) -> str:
+        parts = {
+            "combined": "combined slurm-%j.out",
+            "split": "split %x-%j.out / %x-%j.err",
+            "per-task": "srun --output task-%t.out (+ slurm-%j.out for srun's own messages)",
+            "per-task-split": "srun --output task-%t.out --error task-%t.err (+ slurm-%j.out)",
+        }[self.output].split(" (")
+        desc = [parts[0]]
+        desc.append("srun --label" if self.label else "no srun label")
+        if self.tee:
+            desc.append("torchrun --tee 3")
+        if self.log_dir:
+            desc.append("torchrun --log-dir torchrun-logs --redirects 3 (per-rank files)")
+        if len(parts) > 1:
+            desc.append(parts[1].rstrip(")"))
+        return "; ".join(desc)
+
+
+def global_rank(node: int, local_rank: int) -> int:
+    return node * NPROC_PER_NODE + local_rank
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="exception-cascade",
+        description="rank 2 raises a real IndexError at iteration 5; the other ranks then fail "
+        "in gloo collectives (connection closed by peer) and both agents report failures",
+        category="python_exception",
+        rank=2,
+        node="1",
+        cause="IndexError on rank 2 (node 1, local rank 0) at iteration 5; the gloo errors on "
+        "the other ranks are its consequence",
+        must_contain=(
+            r"IndexError: index \d+ is out of bounds for dimension 0 with size \d+",
+            r"failed \(exitcode: 1\) local_rank: 0 \(pid: \d+\) of binary: ",
+            r"srun: error: node001: task 1: Exited with exit code 1",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        env={"MCORE_FAULT": "exception", "MCORE_FAULT_RANK": "2", "MCORE_FAULT_ITER": "5"},
+    ),
+    Scenario(
+        name="exception-tee-logdir",
+        description="rank 1 raises a real IndexError at iteration 4 with torchrun --tee 3 and "
+        "--log-dir: every worker line is echoed with a [defaultN]: prefix and kept in per-rank "
+        "files",
+        category="python_exception",
+        rank=1,
+        node="0",
+        cause="IndexError on rank 1 (node 0, local rank 1) at iteration 4",
+        must_contain=(
+            r"\[default1\]:\[rank1\]: IndexError: index \d+ is out of bounds",
+            r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\) of binary: ",
+        ),
+        expected_state="FAILED",
+        output="split",
+        label=False,
+        tee=True,
+        log_dir=True,
+        env={
+            "MCORE_FAULT": "exception",
+            "MCORE_FAULT_RANK": "1",
+            "MCORE_FAULT_ITER": "4",
+            "LOGLEVEL": "INFO",
+        },
+    ),
+    Scenario(
+        name="hang-before-collective",
+        description="rank 1 stops before the gradient all-reduce of iteration 4; the other "
+        "ranks wait in gloo until the 15 s process-group timeout",
+        category="collective_timeout",
+        rank=1,
+        node="0",
+        cause="rank 1 never reached the all-reduce of iteration 4; the others timed out in gloo "
+        "after 15 s",
+        must_contain=(
+            r"Timed out waiting 15000ms for (recv|send) operation to complete",
+            r"closing signal SIGTERM",
+        ),
+        expected_state="FAILED",
+        output="split",
+        label=False,
+        train_args=("--distributed-timeout-seconds", "15"),
+        env={"MCORE_FAULT": "hang", "MCORE_FAULT_RANK": "1", "MCORE_FAULT_ITER": "4"},
+        max_seconds=150,
+    ),
+    Scenario(
+        name="sigkill-rank",
+        description="rank 3 is SIGKILLed at iteration 6 (what the kernel OOM killer does, with "
+        "no message); torchrun reports exitcode -9; workers write per-rank files via "
+        "torchrun --log-dir --redirects 3",
+        category="host_oom",
+        rank=3,
+        node="1",
+        cause="rank 3 (node 1, local rank 1) was killed by SIGKILL at iteration 6 with nothing "
+        "earlier: the host OOM killer's signature",
+        must_contain=(
+            r"failed \(exitcode: -9\) local_rank: 1 \(pid: \d+\) of binary: ",
+            r"Signal 9 \(SIGKILL\) received by PID \d+",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        log_dir=True,
+        env={"MCORE_FAULT": "sigkill", "MCORE_FAULT_RANK": "3", "MCORE_FAULT_ITER": "6"},
+    ),
+    Scenario(
+        name="megatron-world-size-vs-tp",
+        description="megatron.core.parallel_state.initialize_model_parallel with "
+        "tensor_model_parallel_size=3 on a world of 4: every rank raises megatron-core's "
+        "RuntimeError at start-up",
+        category="config",
+        rank=-1,
+        node="",
+        cause="world size 4 is not divisible by TP=3 (megatron-core initialize_model_parallel)",
+        must_contain=(r"RuntimeError: world_size \(4\) is not divisible by 3",),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        tee=True,
+        train_args=("--tensor-model-parallel-size", "3"),
+        env={"MCORE_FAULT": "megatron-tp"},
+    ),
+    Scenario(
+        name="megatron-heads-vs-tp",
+        description="megatron.core TransformerConfig with num_attention_heads=6 and "
+        "tensor_model_parallel_size=4: every rank raises megatron-core's ValueError while "
+        "building the model",
+        category="config",
+        rank=-1,
+        node="",
+        cause="num_attention_heads=6 is not a multiple of TP=4 (megatron-core TransformerConfig)",
+        must_contain=(
+            r"ValueError: num_attention_heads \(6\) must be a multiple of "
+            r"tensor_model_parallel_size \(4\)\.",
+        ),
+        expected_state="FAILED",
+        output="per-task",
+        label=False,
+        train_args=("--tensor-model-parallel-size", "4", "--num-attention-heads", "6"),
+        env={"MCORE_FAULT": "megatron-heads"},
+    ),
+    Scenario(
+        name="slurm-time-limit",
+        description="healthy but slow training under #SBATCH --time=00:01:00; SLURM kills "
+        "the job at its time limit (takes 60-100 s: slurmctld checks limits every ~30 s)",
+        category="slurm_time_limit",
+        rank=-1,
+        node="",
+        cause="the job reached its 1-minute SLURM time limit while still training",
+        must_contain=(r"\*\*\* JOB \d+ ON node001 CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*",),
+        expected_state="TIMEOUT",
+        output="combined",
+        label=True,
+        tee=True,
+        train_args=("--train-iters", "100000", "--iter-sleep", "1.0"),
+        time_limit="00:01:00",
+        max_seconds=200,
+        light=True,
+    ),
+    Scenario(
+        name="user-scancel",
+        description="healthy training; the harness runs `scancel <jobid>` once iteration "
+        "lines appear",
+        category="slurm_cancelled",
+        rank=-1,
+        node="",
+        cause="the job was cancelled with scancel while training normally",
+        must_contain=(r"\*\*\* (JOB|STEP) [\d.]+ ON node001 CANCELLED AT \S+ \*\*\*",),
+        expected_state="CANCELLED",
+        output="split",
+        label=True,
+        train_args=("--train-iters", "100000", "--iter-sleep", "0.5"),
+        cancel_after=r"iteration\s+3/",
+        env={"TORCH_CPP_LOG_LEVEL": "INFO"},
+    ),
+    Scenario(
+        name="bare-torchrun-no-torch",
+        description="node 1's launcher is a python3 without torch (not the project venv): it "
+        "dies at once with `No module named torch`; node 0 waits in the rendezvous until its "
+        "20 s store timeout",
+        category="import_error",
+        rank=-1,
+        node="1",
+        cause="node 1 started `python3 -m torch.distributed.run` with an interpreter that has "
+        "no torch (bare interpreter outside the venv)",
+        must_contain=(
+            r"Error while finding module specification for 'torch\.distributed\.run' "
+            r"\(ModuleNotFoundError: No module named 'torch'\)",
+            r"srun: error: node001: task 1: Exited with exit code 1",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=False,
+        bare_python_node=1,
+        max_seconds=150,
+    ),
+    Scenario(
+        name="master-port-in-use",
+        description="a stale process already listens on MASTER_PORT: node 0's agent cannot "
+        "create the TCPStore (EADDRINUSE); node 1 connects to the stale listener and times out",
+        category="rendezvous",
+        rank=-1,
+        node="0",
+        cause="MASTER_PORT is already in use on the master node (EADDRINUSE)",
+        must_contain=(
+            r"The server socket has failed to listen on any local network address\..*"
+            r"EADDRINUSE",
+        ),
+        expected_state="FAILED",
+        output="split",
+        label=True,
+        hold_master_port=True,
+        env={"LOGLEVEL": "INFO"},
+        max_seconds=150,
+    ),
+    Scenario(
+        name="wrong-master-port",
+        description="node 1 is given MASTER_PORT+1 (a per-node port formula): it cannot reach "
+        "the store and its client socket times out; node 0 waits for it",
+        category="rendezvous",
+        rank=-1,
+        node="1",
+        cause="node 1 used a different master port than node 0 and could not reach the "
+        "rendezvous store",
+        must_contain=(r"The client socket has timed out after \S+ while trying to connect to",),
+        expected_state="FAILED",
+        output="per-task-split",
+        label=False,
+        port_offset_per_node=True,
+        max_seconds=150,
+    ),
+    Scenario(
+        name="max-restarts",
+        description="torchrun --max-restarts 1 (static rendezvous): rank 0 raises at "
+        "iteration 3; torchrun restarts the worker group once (attempt_1 under torchrun-logs) "
+        "and the second attempt fails too -- with the same IndexError or, as the two agents "
+        "restart a few seconds apart, with gloo/TCPStore connection errors",
+        category="python_exception",
+        rank=0,
+        node="0",
+        cause="IndexError on rank 0 (node 0, local rank 0) at iteration 3; the restarted "
+        "worker group failed again",
+        must_contain=(
+            r"IndexError: index \d+ is out of bounds for dimension 0 with size \d+",
+            r"Worker group FAILED\. 1/1 attempts left; will restart worker group",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=False,
+        tee=True,
+        log_dir=True,
+        max_restarts=1,
+        train_args=("--distributed-timeout-seconds", "20"),
+        env={
+            "MCORE_FAULT": "exception",
+            "MCORE_FAULT_RANK": "0",
+            "MCORE_FAULT_ITER": "3",
+            "LOGLEVEL": "INFO",
+        },
+        max_seconds=180,
+    ),
+    Scenario(
+        name="clean-success",
+        description="a healthy run of 10 iterations that exits 0",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure: the job completed",
+        must_contain=(
+            r"iteration\s+10/\s+10 \| consumed samples:",
+            r"\[after training is done\] datetime:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=True,
+        train_args=("--train-iters", "10"),
+    ),
+)
+
+BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """Machine-specific pieces the script needs (neutralised in the recording)."""
+
+    repo: Path  # the checkout with harness/train.py
+    python: Path  # interpreter with torch + megatron-core
+    bare_python: Path | None  # interpreter without torch (bare-torchrun scenario)
+    master_port: int
+
+
+def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
+    """The sbatch script for ``sc``. Submitted with the job dir as cwd, so relative
+    ``--output`` paths and ``$SLURM_SUBMIT_DIR`` name the job dir."""
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={sc.name}",
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks=2",
+        "#SBATCH --cpus-per-task=1",
+        f"#SBATCH --time={sc.time_limit}",
+    ]
+    if sc.output == "split":
+        lines += ["#SBATCH --output=%x-%j.out", "#SBATCH --error=%x-%j.err"]
+    else:
+        lines += ["#SBATCH --output=slurm-%j.out"]
+    lines += [
+        "",
+        "# Two srun tasks on one host stand in for two nodes: NODE_RANK=$SLURM_PROCID.",
+        "set -u",
+        "export JOB_DIR=$SLURM_SUBMIT_DIR",
+        f"cd {shlex.quote(str(ctx.repo))}",
+        "",
+        "export OMP_NUM_THREADS=1",
+    ]
+    for k, v in sc.env.items():
+        lines.append(f"export {k}={shlex.quote(v)}")
+    lines += [
+        "export MASTER_ADDR=127.0.0.1",
+        f"export MASTER_PORT={ctx.master_port}",
+        f"export NNODES={NNODES}",
+        f"export GPUS_PER_NODE={NPROC_PER_NODE}",
+        f"export PYTHON={shlex.quote(str(ctx.python))}",
+        "",
+        'echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $NNODES x $GPUS_PER_NODE ranks, '
+        'master $MASTER_ADDR:$MASTER_PORT"',
+        "",
+    ]
+    launcher = '"$PYTHON"'
+    if sc.bare_python_node is not None:
+        if ctx.bare_python is None:
+            raise ValueError(f"{sc.name} needs a python without torch")
+        bare_dir = shlex.quote(str(ctx.bare_python.parent))
+        lines += [
+            "# the venv is only put on PATH for the first node; the others get the system",
+            "# python3 that happens to be first on PATH",
+            f"export PATH={bare_dir}:$PATH",
+        ]
+        launcher = (
+            f'$( [ "$SLURM_PROCID" -ne {sc.bare_python_node} ] && echo "$PYTHON" || echo python3 )'
+        )
+    port = "$MASTER_PORT"
+    if sc.port_offset_per_node:
+        port = "$((MASTER_PORT + SLURM_PROCID))"
+    torchrun = [
+        f"exec {launcher} -m torch.distributed.run",
+        "--nnodes $NNODES --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID",
+        f"--master-addr $MASTER_ADDR --master-port {port}",
+        f"--rdzv-conf timeout={sc.rdzv_timeout} --max-restarts {sc.max_restarts}",
+    ]
+    if sc.log_dir:
+        torchrun.append("--rdzv-id $SLURM_JOB_ID --log-dir $JOB_DIR/torchrun-logs --redirects 3")
+    if sc.tee:
+        torchrun.append("--tee 3")
+    train_args = " ".join(shlex.quote(a) for a in sc.train_args)
+    torchrun.append(f"harness/train.py {train_args}".rstrip())
+    srun = ["srun"]
+    if sc.label:
+        srun.append("--label")
+    if sc.output == "per-task":
+        srun.append("--output=$JOB_DIR/task-%t.out")
+    elif sc.output == "per-task-split":
+        srun.append("--output=$JOB_DIR/task-%t.out --error=$JOB_DIR/task-%t.err")
+    body = " \\\n    ".join(torchrun)
+    lines += [" ".join(srun) + " bash -c '", "  " + body.replace("'", "'\\''"), "'", ""]
+    return "\n".join(lines)

@@ -1,0 +1,320 @@
+"""A tiny CPU "pretraining" program that logs like Megatron-LM and fails on demand.
+
+Launched by ``python -m torch.distributed.run`` (it reads RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR, MASTER_PORT from torchrun). Uses the gloo backend, a tiny language model wrapped
+in ``DistributedDataParallel`` and random tokens. Start-up and iteration lines follow the
+shapes Megatron-LM prints (``> initializing torch distributed ...``, the arguments block,
+``using world size: ...``, `` [ts] iteration    3/   20 | ...``); rank 0 prints the start-up
+lines, the last rank prints the iteration lines, as in Megatron.
+
+Faults (``--fault`` or env ``MCORE_FAULT``; rank ``--fault-rank``/``MCORE_FAULT_RANK``,
+iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
+
+``none``              train to the end and exit 0
+``exception``         an out-of-bounds index on one rank (a real ``IndexError`` from torch)
+``hang``              one rank sleeps forever before the gradient all-reduce; the others hit
+                      the gloo timeout (``--distributed-timeout-seconds``)
+``sigkill``           one rank SIGKILLs itself, as the kernel OOM killer would
+``megatron-tp``       ``megatron.core.parallel_state.initialize_model_parallel`` with a TP size
+                      that does not divide the world size (real megatron-core RuntimeError)
+``megatron-heads``    ``megatron.core.transformer.TransformerConfig`` with heads % TP != 0
+                      (real megatron-core ValueError)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+FAULTS = ("none", "exception", "hang", "sigkill", "megatron-tp", "megatron-heads")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    env = os.environ
+    p = argparse.ArgumentParser(description="tiny Megatron-style CPU training with faults")
+    p.add_argument("--num-layers", type=int, default=2)
+    p.add_argument("--hidden-size", type=int, default=64)
+    p.add_argument("--num-attention-heads", type=int, default=4)
+    p.add_argument("--seq-length", type=int, default=32)
+    p.add_argument("--max-position-embeddings", type=int, default=32)
+    p.add_argument("--vocab-size", type=int, default=256)
+    p.add_argument("--micro-batch-size", type=int, default=2)
+    p.add_argument("--global-batch-size", type=int, default=8)
+    p.add_argument("--tensor-model-parallel-size", type=int, default=1)
+    p.add_argument("--pipeline-model-parallel-size", type=int, default=1)
+    p.add_argument("--context-parallel-size", type=int, default=1)
+    p.add_argument("--train-iters", type=int, default=20)
+    p.add_argument("--lr", type=float, default=3.0e-4)
+    p.add_argument("--min-lr", type=float, default=3.0e-5)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--log-interval", type=int, default=1)
+    p.add_argument(
+        "--iter-sleep",
+        type=float,
+        default=0.2,
+        help="extra seconds per iteration (keeps the logs readable)",
+    )
+    p.add_argument("--distributed-backend", default="gloo")
+    p.add_argument(
+        "--distributed-timeout-seconds", type=int, default=int(env.get("MCORE_PG_TIMEOUT", "60"))
+    )
+    p.add_argument("--fault", choices=FAULTS, default=env.get("MCORE_FAULT", "none"))
+    p.add_argument("--fault-rank", type=int, default=int(env.get("MCORE_FAULT_RANK", "3")))
+    p.add_argument("--fault-iter", type=int, default=int(env.get("MCORE_FAULT_ITER", "5")))
+    return p.parse_args(argv)
+
+
+# --------------------------------------------------------------------------------------
+# Megatron-style printing
+# --------------------------------------------------------------------------------------
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def _world() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def print_rank_0(msg: str) -> None:
+    if _rank() == 0:
+        print(msg, flush=True)
+
+
+def print_rank_last(msg: str) -> None:
+    if _rank() == _world() - 1:
+        print(msg, flush=True)
+
+
+def print_datetime(label: str) -> None:
+    if dist.is_initialized():
+        dist.barrier()
+    now = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")
+    print_rank_0(f"[{label}] datetime: {now} ")
+
+
+def print_args(args: argparse.Namespace) -> None:
+    print_rank_0("------------------------ arguments ------------------------")
+    lines = []
+    for name, value in vars(args).items():
+        dots = "." * (48 - len(name))
+        lines.append(f"  {name} {dots} {value}")
+    for line in sorted(lines, key=lambda s: s.lower()):
+        print_rank_0(line)
+    print_rank_0("-------------------- end of arguments ---------------------")
+
+
+def megatron_args(args: argparse.Namespace, world_size: int) -> argparse.Namespace:
+    """The namespace Megatron would print: CLI args plus derived values."""
+    model = args.tensor_model_parallel_size * args.pipeline_model_parallel_size
+    model *= args.context_parallel_size
+    full: dict[str, Any] = {
+        k: v for k, v in vars(args).items() if not k.startswith(("fault", "iter_sleep"))
+    }
+    full.update(
+        world_size=world_size,
+        rank=0,
+        data_parallel_size=max(world_size // model, 1),
+        params_dtype="torch.float32",
+        bf16=False,
+        fp16=False,
+        ffn_hidden_size=4 * args.hidden_size,
+        kv_channels=args.hidden_size // max(args.num_attention_heads, 1),
+        lr_decay_style="cosine",
+        optimizer="adam",
+        adam_beta1=0.9,
+        adam_beta2=0.95,
+        weight_decay=0.1,
+        clip_grad=1.0,
+        sequence_parallel=False,
+        use_distributed_optimizer=False,
+        transformer_impl="local",
+        tokenizer_type="NullTokenizer",
+        mock_data=True,
+        save=None,
+        load=None,
+        exit_signal_handler=False,
+        distributed_timeout_minutes=max(args.distributed_timeout_seconds // 60, 1),
+    )
+    return argparse.Namespace(**full)
+
+
+# --------------------------------------------------------------------------------------
+# model / data
+# --------------------------------------------------------------------------------------
+class TinyLM(nn.Module):
+    def __init__(self, vocab: int, hidden: int, layers: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList(
+            nn.Sequential(
+                nn.LayerNorm(hidden),
+                nn.Linear(hidden, 4 * hidden),
+                nn.GELU(),
+                nn.Linear(4 * hidden, hidden),
+            )
+            for _ in range(layers)
+        )
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(tokens)
+        for layer in self.layers:
+            x = x + layer(x)
+        return self.head(x)
+
+
+def get_batch(
+    gen: torch.Generator, args: argparse.Namespace, iteration: int, rank: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    tokens = torch.randint(
+        0, args.vocab_size, (args.micro_batch_size, args.seq_length + 1), generator=gen
+    )
+    if args.fault == "exception" and rank == args.fault_rank and iteration == args.fault_iter:
+        # a data-pipeline bug: a sample index one past the end of the shard
+        shard = torch.arange(args.global_batch_size * args.train_iters)
+        _ = shard[len(shard)]
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+# --------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------
+def initialize(args: argparse.Namespace) -> None:
+    world_size = _world()
+    rank = _rank()
+    margs = megatron_args(args, world_size)
+    model = args.tensor_model_parallel_size * args.pipeline_model_parallel_size
+    if rank == 0:
+        print(
+            f"using world size: {world_size}, data-parallel size: {margs.data_parallel_size}, "
+            f"context-parallel size: {args.context_parallel_size}, "
+            "hierarchical context-parallel sizes: None, "
+            f"tensor-model-parallel size: {args.tensor_model_parallel_size}, "
+            f"pipeline-model-parallel size: {args.pipeline_model_parallel_size} ",
+            flush=True,
+        )
+    print_args(margs)
+    print_rank_0("> initializing torch distributed ...")
+    dist.init_process_group(
+        backend=args.distributed_backend,
+        timeout=dt.timedelta(seconds=args.distributed_timeout_seconds),
+    )
+    if model > 1 or args.fault in ("megatron-tp", "megatron-heads"):
+        from megatron.core import parallel_state
+
+        parallel_state.initialize_model_parallel(
+            tensor_model_parallel_size=args.tensor_model_parallel_size,
+            pipeline_model_parallel_size=args.pipeline_model_parallel_size,
+            context_parallel_size=args.context_parallel_size,
+        )
+    print_rank_0(f"> initialized tensor model parallel with size {args.tensor_model_parallel_size}")
+    print_rank_0(
+        f"> initialized pipeline model parallel with size {args.pipeline_model_parallel_size}"
+    )
+    print_rank_0(f"> setting random seeds to {args.seed} ...")
+    torch.manual_seed(args.seed)
+
+
+def build_model(args: argparse.Namespace) -> nn.Module:
+    print_rank_0("building GPT model ...")
+    if args.fault == "megatron-heads" or args.tensor_model_parallel_size > 1:
+        from megatron.core.transformer import TransformerConfig
+
+        TransformerConfig(
+            num_layers=args.num_layers,
+            hidden_size=args.hidden_size,
+            num_attention_heads=args.num_attention_heads,
+            tensor_model_parallel_size=args.tensor_model_parallel_size,
+            pipeline_model_parallel_size=args.pipeline_model_parallel_size,
+        )
+    model = TinyLM(args.vocab_size, args.hidden_size, args.num_layers)
+    n_params = sum(p.numel() for p in model.parameters())
+    print_rank_0(
+        f" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): {n_params}"
+    )
+    return model
+
+
+def train(args: argparse.Namespace, model: nn.Module) -> None:
+    rank = _rank()
+    world = _world()
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    gen = torch.Generator().manual_seed(args.seed + rank)
+    print_datetime("after model, optimizer, and learning rate scheduler are built")
+    print_datetime("after dataloaders are built")
+    print_rank_0("done with setup ...")
+    print_rank_0("training ...")
+    print_datetime("before the start of training step")
+    consumed = 0
+    last = time.perf_counter()
+    for iteration in range(1, args.train_iters + 1):
+        tokens, labels = get_batch(gen, args, iteration, rank)
+        if args.fault == "hang" and rank == args.fault_rank and iteration == args.fault_iter:
+            # stuck before the gradient all-reduce (a dead-locked data loader, say)
+            while True:
+                time.sleep(3600)
+        if args.fault == "sigkill" and rank == args.fault_rank and iteration == args.fault_iter:
+            # what the kernel OOM killer does: SIGKILL, no traceback, no message
+            ballast = [bytearray(64 << 20) for _ in range(4)]
+            del ballast
+            os.kill(os.getpid(), signal.SIGKILL)
+        logits = ddp(tokens)
+        loss = F.cross_entropy(logits.reshape(-1, args.vocab_size), labels.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()  # DDP all-reduces the gradients here (gloo)
+        grad_norm = torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
+        opt.step()
+        reduced = loss.detach().clone()
+        dist.all_reduce(reduced)
+        reduced /= world
+        consumed += args.global_batch_size
+        if args.iter_sleep:
+            time.sleep(args.iter_sleep)
+        if iteration % args.log_interval == 0:
+            now = time.perf_counter()
+            elapsed_ms = (now - last) * 1000.0 / args.log_interval
+            last = now
+            ts = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")
+            print_rank_last(
+                f" [{ts}] iteration {iteration:8d}/{args.train_iters:8d} |"
+                f" consumed samples: {consumed:12d} |"
+                f" elapsed time per iteration (ms): {elapsed_ms:.1f} |"
+                f" learning rate: {args.lr:.6E} |"
+                f" global batch size: {args.global_batch_size:5d} |"
+                f" lm loss: {reduced.item():.6E} |"
+                f" loss scale: 1.0 |"
+                f" grad norm: {float(grad_norm):.3f} |"
+                f" number of skipped iterations:   0 |"
+                f" number of nan iterations:   0 |"
+            )
+    print_datetime("after training is done")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = time.time()
+    initialize(args)
+    print_rank_0(f"time to initialize megatron (seconds): {time.time() - start:.3f}")
+    print_datetime("after megatron is initialized")
+    model = build_model(args)
+    train(args, model)
+    print_datetime(f"exiting program at iteration {args.train_iters}")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
