@@ -23,11 +23,12 @@ _CF_TIME = regex.compile(r"^\s*time\s*:\s*(?P<t>\S+)")
 _SRUN_TASK_HOST = regex.compile(r"srun: error: (?P<host>[\w.-]+): task (?P<task>\d+): ")
 _SRUN_TASKS = regex.compile(r"srun: error: [\w.\[\],-]+: tasks? (?P<spec>[\d,-]+): ")
 _CF_PREFIX = "torchelastic.childfailed."
+_ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
 
 
 def short_host(host: str | None) -> str | None:
     """SLURM and NCCL print short hostnames, torchrun the FQDN: compare the short form."""
-    if not host or regex.fullmatch(r"[\d.]+|[0-9a-fA-F:]+", host):
+    if not host or _ADDRESS.fullmatch(host):
         return host
     return host.split(".", 1)[0]
 

@@ -14,6 +14,8 @@ from analyzer.scan import FileScan, FileScanner
 
 PARALLEL_MIN_BYTES = 48 << 20
 """Below this total size one process is faster than starting workers."""
+CHUNK_FILES = 8
+"""Files per task handed to a worker (fewer, larger messages back)."""
 
 _worker_scanner: FileScanner | None = None
 
@@ -26,6 +28,10 @@ def _init_worker(catalog: Catalog) -> None:
 def _scan_in_worker(lf: LogFile) -> FileScan:
     assert _worker_scanner is not None
     return _scan_safely(_worker_scanner, lf)
+
+
+def _scan_chunk_in_worker(chunk: Sequence[LogFile]) -> list[FileScan]:
+    return [_scan_in_worker(lf) for lf in chunk]
 
 
 def _scan_safely(scanner: FileScanner, lf: LogFile) -> FileScan:
@@ -76,15 +82,7 @@ def read_job(
     result = ReadResult(discovery)
     done = 0
     if n > 1 and total >= PARALLEL_MIN_BYTES and len(files) > 1:
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        with ProcessPoolExecutor(
-            max_workers=n, mp_context=ctx, initializer=_init_worker, initargs=(catalog,)
-        ) as pool:
-            for scan in pool.map(_scan_in_worker, files, chunksize=4):
-                result.scans.append(scan)
-                done += scan.file.size
-                if progress:
-                    progress(done, total)
+        result.scans = _read_parallel(files, catalog, n, total, progress)
     else:
         scanner = FileScanner(catalog)
         for lf in files:
@@ -93,3 +91,46 @@ def read_job(
             if progress:
                 progress(done, total)
     return result
+
+
+def _read_parallel(
+    files: Sequence[LogFile],
+    catalog: Catalog,
+    n: int,
+    total: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[FileScan]:
+    """Scan on ``n`` cores: ``n - 1`` worker processes take chunks of files from the front
+    while this process takes them from the back (cancelling their queued tasks) until the two
+    meet. This process works instead of waiting, and its own scans are never pickled."""
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    chunks = [files[i : i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
+    results: list[list[FileScan] | None] = [None] * len(chunks)
+    reported = [False] * len(chunks)
+    done = 0
+
+    def report(i: int, scans: list[FileScan]) -> None:
+        nonlocal done
+        results[i] = scans
+        if not reported[i]:
+            reported[i] = True
+            done += sum(s.file.size for s in scans)
+            if progress:
+                progress(done, total)
+
+    with ProcessPoolExecutor(
+        max_workers=n - 1, mp_context=ctx, initializer=_init_worker, initargs=(catalog,)
+    ) as pool:
+        futures = [pool.submit(_scan_chunk_in_worker, c) for c in chunks]
+        scanner = FileScanner(catalog)
+        for i in range(len(chunks) - 1, -1, -1):
+            if not futures[i].cancel():
+                break  # the workers have it, and everything before it
+            report(i, [_scan_safely(scanner, lf) for lf in chunks[i]])
+            for j, f in enumerate(futures):  # credit finished worker chunks as they come
+                if results[j] is None and f.done() and not f.cancelled():
+                    report(j, f.result())
+        for i, f in enumerate(futures):
+            if results[i] is None:
+                report(i, f.result())
+    return [s for scans in results if scans is not None for s in scans]

@@ -28,6 +28,10 @@ MAX_LINE_BYTES = 1 << 20
 """A line longer than this is cut into pieces for matching (a window around each hit)."""
 LOOKBACK_BYTES = 16 << 10
 LOOKBACK_LINES = 200
+CACHE_LINES = 4096
+"""Entries kept in each of the per-scanner line caches (cleared when full)."""
+CACHE_MAX_LINE = 1024
+"""Longer lines are not cached (bounds the caches to a few MB)."""
 SIGNATURE_OVERLAP = 64
 """More than the longest stamp signature (26 bytes), so chunks overlap enough."""
 TRACEBACK_MAX_LINES = 400
@@ -136,6 +140,10 @@ class FileScanner:
         self._subsets: dict[frozenset[int], Catalog] = {}
         self._line_needles: dict[int, set[int]] | None = None
         """Needle indexes found on each line of the current block (by line start)."""
+        self._lines: dict[bytes, tuple[str, Prefixed]] = {}
+        """Cleaned text and prefixes of recently seen candidate lines (many repeat verbatim
+        across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
+        self._matches: dict[str, PatternMatch | None] = {}
         self._stamp_data: bytes | None = None
         self._stamp_memo: dict[int, Stamp | None] = {}
         """Parsed stamps of the current block's lines (by line start), for ``_last_stamp``."""
@@ -232,8 +240,15 @@ class FileScanner:
             e = data.find(b"\n", s)
             e = len(data) if e < 0 else e
             raw_line = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + 8192]
-            text = clean_line(decode(raw_line))
-            pre = split_prefixes(text)
+            seen = self._lines.get(raw_line)
+            if seen is None:
+                text = clean_line(decode(raw_line))
+                seen = (text, split_prefixes(text))
+                if len(raw_line) <= CACHE_MAX_LINE:
+                    if len(self._lines) >= CACHE_LINES:
+                        self._lines.clear()
+                    self._lines[raw_line] = seen
+            text, pre = seen
             msg = pre.message
             if msg.startswith(TRACEBACK_START) or msg.lstrip().startswith(TRACEBACK_START):
                 consumed_until = self._traceback(data, s, e, line_no, pre, text, blk, lf, out)
@@ -257,13 +272,26 @@ class FileScanner:
         key = frozenset(per_line.get(start, ()))
         if not key:
             return None
+        # The same message always gets the same answer, unless the pattern that won was
+        # disabled since (a user regex that timed out): then it is asked again.
+        if msg in self._matches:
+            pm = self._matches[msg]
+            if pm is None:
+                return None
+            if not pm.pattern.disabled_reason:
+                return PatternMatch(pm.pattern, dict(pm.fields))
         sub = self._subsets.get(key)
         if sub is None:
             cat = self.catalog
             idx = sorted({i for n in key for i in cat.needle_patterns[n]})
             sub = Catalog([cat.patterns[i] for i in idx], cat.sources)
             self._subsets[key] = sub
-        return sub.match(msg)
+        pm = sub.match(msg)
+        if len(msg) <= CACHE_MAX_LINE:
+            if len(self._matches) >= CACHE_LINES:
+                self._matches.clear()
+            self._matches[msg] = pm
+        return None if pm is None else PatternMatch(pm.pattern, dict(pm.fields))
 
     def _stamp_for(
         self, pre: Prefixed, blk: _Block, start: int, out: FileScan
