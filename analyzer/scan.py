@@ -16,7 +16,7 @@ from typing import Any
 
 import regex
 
-from analyzer.catalog import Catalog, PatternMatch
+from analyzer.catalog import Catalog, Pattern, PatternMatch
 from analyzer.discover import LogFile
 from analyzer.prefilter import Prefilter, StampSieve
 from analyzer.prefixes import Prefixed, split_prefixes
@@ -38,6 +38,22 @@ TRACEBACK_MAX_LINES = 400
 
 TRACEBACK_START = "Traceback (most recent call last):"
 GENERIC_EXCEPTION_ID = "python.exception.uncaught"
+TRACEBACK_PATTERN = Pattern(
+    id="python.traceback",
+    category="python_exception",
+    role="root",
+    title="Uncaught Python exception",
+    needles=(TRACEBACK_START,),
+    regex=regex.compile(regex.escape(TRACEBACK_START)),
+    cause="An uncaught {exc_type} was raised: {exc_msg} (at {frame}).",
+    fix="Fix the code or input that raised {exc_type}; the traceback shows where.",
+    versions=("Python 3",),
+    source="Python traceback, assembled by the reader",
+    examples=(),
+    counter_examples=(),
+    origin="analyzer/scan.py",
+)
+"""The event of a traceback whose lines no catalog pattern claims."""
 """The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
 _EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 _FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
@@ -485,30 +501,20 @@ class FileScanner:
         else:
             anchor = exc_line or (text, pre, line_no, s)
             t, p2, ln, ls = anchor
-            stamp, inherited = self._stamp_for(p2, blk, ls, out)
-            exc = fields.get("exc_type", "exception")
-            ev = RawEvent(
-                file=lf.rel,
-                line=ln,
-                offset=blk.offset + ls,
-                text=t,
-                message=p2.message,
-                pattern_id="python.traceback",
-                category="python_exception",
-                role="root" if exc_line is not None else "symptom",
-                title=f"Uncaught {exc}",
-                fields=fields,
-                task=p2.task if p2.task is not None else lf.task,
-                local_rank=p2.local_rank if p2.local_rank is not None else lf.local_rank,
-                rank=p2.rank,
-                level=p2.level,
-                stamp=stamp,
-                stamp_inherited=inherited,
-                stream=lf.stream,
-                attempt=lf.attempt,
-                cause="An uncaught {exc_type} was raised: {exc_msg} (at {frame}).",
-                fix="Fix the code or input that raised {exc_type}; the traceback shows where.",
+            ev = self._event(
+                PatternMatch(TRACEBACK_PATTERN, fields),
+                t,
+                p2,
+                ln,
+                blk.offset + ls,
+                blk,
+                ls,
+                lf,
+                out,
             )
+            ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
+            if exc_line is None:
+                ev.role = "symptom"  # a traceback cut before its exception line
         ev.traceback = tb_text
         out.events.append(ev)
         return end_pos

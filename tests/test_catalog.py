@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -144,8 +145,7 @@ def _successful_sample_logs() -> list[Path]:
     for d in (root / "real").glob("*"):
         expected = d / "expected.toml"
         if d.is_dir() and expected.is_file():
-            text = expected.read_text(encoding="utf-8", errors="replace")
-            if 'category = "none"' in text:
+            if tomllib.loads(expected.read_text(encoding="utf-8")).get("category") == "none":
                 out.extend(
                     f
                     for f in d.rglob("*")
