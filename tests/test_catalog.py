@@ -144,13 +144,14 @@ def _successful_sample_logs() -> list[Path]:
     out: list[Path] = []
     for d in (root / "real").glob("*"):
         expected = d / "expected.toml"
-        if d.is_dir() and expected.is_file():
-            if tomllib.loads(expected.read_text(encoding="utf-8")).get("category") == "none":
-                out.extend(
-                    f
-                    for f in d.rglob("*")
-                    if f.is_file() and f.suffix not in (".toml", ".md", ".json")
-                )
+        if (
+            d.is_dir()
+            and expected.is_file()
+            and tomllib.loads(expected.read_text(encoding="utf-8")).get("category") == "none"
+        ):
+            out.extend(
+                f for f in d.rglob("*") if f.is_file() and f.suffix not in (".toml", ".md", ".json")
+            )
     return out
 
 
