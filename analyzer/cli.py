@@ -40,6 +40,8 @@ app = typer.Typer(
         "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n\n"
         "  mcore-diagnose events logs/job-1234/ --by-rank\n\n"
         "  mcore-diagnose patterns test\n\n"
+        "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n\n"
+        "  mcore-diagnose --version\n\n"
         "Exit codes: 0 failure diagnosed, 1 failed with unknown cause, 2 no failure found, "
         "3 nothing could be read, 64 usage error."
     ),
