@@ -189,6 +189,24 @@ def is_host(node: str | None) -> bool:
     return bool(node) and not str(node).isdigit()
 
 
+def _by_fingerprint(df: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
+    """One row per fingerprint: job count, category, pattern, cause, example job ids."""
+    import polars as pl
+
+    return (
+        df.group_by("fingerprint", maintain_order=True)
+        .agg(
+            pl.len().alias("jobs"),
+            pl.col("category").first(),
+            pl.col("pattern_id").first(),
+            pl.col("cause").first(),
+            pl.col("job_id").head(EXAMPLES).alias("examples"),
+            *extra,
+        )
+        .sort(["jobs", "fingerprint"], descending=[True, False])
+    )
+
+
 def summarize(
     df: pl.DataFrame,
     baseline: pl.DataFrame | None = None,
@@ -204,18 +222,9 @@ def summarize(
         )
     )
     failed = df.filter(pl.col("status") == "failed").sort("path")
-    causes = (
-        failed.filter(pl.col("fingerprint").is_not_null())
-        .group_by("fingerprint", maintain_order=True)
-        .agg(
-            pl.len().alias("jobs"),
-            pl.col("category").first(),
-            pl.col("pattern_id").first(),
-            pl.col("cause").first(),
-            pl.col("job_id").head(EXAMPLES).alias("examples"),
-            pl.col("node").filter(pl.col("node").is_not_null()).n_unique().alias("nodes"),
-        )
-        .sort(["jobs", "fingerprint"], descending=[True, False])
+    causes = _by_fingerprint(
+        failed.filter(pl.col("fingerprint").is_not_null()),
+        pl.col("node").filter(pl.col("node").is_not_null()).n_unique().alias("nodes"),
     )
     host_rows = failed.filter(pl.col("node").is_not_null() & ~pl.col("node").str.contains(r"^\d+$"))
     nodes = (
@@ -265,18 +274,8 @@ def _compare(s: Summary, failed: pl.DataFrame, baseline: pl.DataFrame, name: str
     old = set(before["fingerprint"].to_list())
     now = set(failed["fingerprint"].drop_nulls().to_list())
     s.new = sorted(now - old)
-    s.vanished = (
-        before.filter(pl.col("fingerprint").is_in(sorted(old - now)))
-        .sort("path")
-        .group_by("fingerprint", maintain_order=True)
-        .agg(
-            pl.len().alias("jobs"),
-            pl.col("category").first(),
-            pl.col("pattern_id").first(),
-            pl.col("cause").first(),
-            pl.col("job_id").head(EXAMPLES).alias("examples"),
-        )
-        .sort(["jobs", "fingerprint"], descending=[True, False])
+    s.vanished = _by_fingerprint(
+        before.filter(pl.col("fingerprint").is_in(sorted(old - now))).sort("path")
     )
     s.causes = s.causes.with_columns(pl.col("fingerprint").is_in(s.new).alias("new"))
 
