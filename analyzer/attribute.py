@@ -20,8 +20,8 @@ _CF_HOST = regex.compile(r"^\s*host\s*:\s*(?P<host>\S+)")
 _CF_RANK = regex.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<lr>\d+)\)")
 _CF_EXIT = regex.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
 _CF_TIME = regex.compile(r"^\s*time\s*:\s*(?P<t>\S+)")
-_SRUN_TASK_HOST = regex.compile(r"srun: error: (?P<host>[\w.-]+): task (?P<task>\d+): ")
-_SRUN_TASKS = regex.compile(r"srun: error: [\w.\[\],-]+: tasks? (?P<spec>[\d,-]+): ")
+_SRUN_TASKS = regex.compile(r"srun: error: (?P<host>[\w.\[\],-]+): tasks? (?P<spec>[\d,-]+): ")
+"""srun's task-exit line: which hosts and task ids (one task per node = node indices)."""
 _CF_PREFIX = "torchelastic.childfailed."
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
 
@@ -114,10 +114,11 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
                 ws = ev.fields.get("value")
             if ws and ws.isdigit():
                 world[int(ws)] += 1
-            if m := _SRUN_TASK_HOST.search(ev.message):
-                g.task_hosts.setdefault(int(m["task"]), m["host"])
             if m := _SRUN_TASKS.search(ev.message):
-                for part in m["spec"].split(","):
+                spec = m["spec"]
+                if spec.isdigit() and "[" not in m["host"] and "," not in m["host"]:
+                    g.task_hosts.setdefault(int(spec), m["host"])
+                for part in spec.split(","):
                     lo, _, hi = part.partition("-")
                     if lo.isdigit():
                         tasks.update(range(int(lo), int(hi or lo) + 1))

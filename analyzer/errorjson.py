@@ -5,15 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import regex
-
 from analyzer.catalog import Catalog
 from analyzer.discover import LogFile
 from analyzer.prefixes import split_prefixes
-from analyzer.scan import RawEvent
+from analyzer.scan import EXC_LINE, RawEvent
 from analyzer.timestamps import Stamp
-
-_EXC = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$", regex.S)
 
 
 def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> RawEvent | None:
@@ -35,7 +31,7 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
     except (TypeError, ValueError, OverflowError, OSError):
         pass
     pm = catalog.match(split_prefixes(first).message)
-    m = _EXC.match(first.strip())
+    m = EXC_LINE.match(first.strip())
     fields = {k: v for k, v in (m.groupdict() if m else {}).items() if v}
     tb = extra.get("py_callstack") if isinstance(extra, dict) else None
     if pm is not None and pm.pattern.role != "context":
@@ -48,9 +44,25 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
         cause = "An uncaught {exc_type} was raised: {exc_msg}."
         fix = "Fix the code or input that raised {exc_type}; the traceback shows where."
     return RawEvent(
-        file=lf.rel, line=1, offset=0, text=first[:2000], message=first[:2000],
-        pattern_id=pid, category=cat, role=role, title=title, fields=fields,
-        task=lf.task, local_rank=lf.local_rank, rank=None, level="E", stamp=stamp,
-        stamp_inherited=False, stream=None, attempt=lf.attempt,
-        traceback=str(tb) if tb else None, cause=cause, fix=fix,
+        file=lf.rel,
+        line=1,
+        offset=0,
+        text=first[:2000],
+        message=first[:2000],
+        pattern_id=pid,
+        category=cat,
+        role=role,
+        title=title,
+        fields=fields,
+        task=lf.task,
+        local_rank=lf.local_rank,
+        rank=None,
+        level="E",
+        stamp=stamp,
+        stamp_inherited=False,
+        stream=None,
+        attempt=lf.attempt,
+        traceback=str(tb) if tb else None,
+        cause=cause,
+        fix=fix,
     )

@@ -470,16 +470,15 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
         n = len(per_attempt)
         v.cause += f" (attempt {v.attempt} of {n}; see the per-attempt verdicts)"
     symptoms, lines = _summarise(rows, v)
-    ranks: dict[int, dict[str, Any]] = {}
-    for r in sorted((r for r in rows if r["role"] != "context"), key=_key):
-        rk = r.get("rank")
-        if rk is not None and rk not in ranks:
-            ranks[rk] = {
-                "node": r.get("node"),
-                "role": r["role"],
-                "category": r["category"],
-                "time": r["time"].isoformat() if r["time"] else None,
-            }
+    ranks: dict[int, dict[str, Any]] = {
+        r["rank"]: {
+            "node": r.get("node"),
+            "role": r["role"],
+            "category": r["category"],
+            "time": r["time"].isoformat() if r["time"] else None,
+        }
+        for r in _first_per_rank([r for r in rows if r["role"] != "context"])
+    }
     for rk in _universe(rows, facts, geo):
         ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})
     return Diagnosis(

@@ -55,7 +55,7 @@ TRACEBACK_PATTERN = Pattern(
 )
 """The event of a traceback whose lines no catalog pattern claims."""
 """The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
-_EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
+EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 _FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 _NCCL_HOST = regex.compile(
     r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] )?"
@@ -466,7 +466,7 @@ class FileScanner:
             is_exc = (
                 not msg[:1].isspace()
                 and not fm
-                and _EXC_LINE.match(stripped) is not None
+                and EXC_LINE.match(stripped) is not None
                 and not stripped.startswith(
                     ("During handling", "The above exception", TRACEBACK_START)
                 )
@@ -480,7 +480,7 @@ class FileScanner:
                 break
         fields: dict[str, str] = {}
         if exc_line is not None:
-            em = _EXC_LINE.match(exc_line[1].message.strip())
+            em = EXC_LINE.match(exc_line[1].message.strip())
             if em:
                 fields = {k: v for k, v in em.groupdict().items() if v}
         if frames:
