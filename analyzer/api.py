@@ -36,7 +36,7 @@ class Analysis:
     @cached_property
     def events(self) -> pl.DataFrame:
         """The rank × event table (one row per matched line or traceback)."""
-        return to_frame(self.rows)
+        return to_frame(self.rows, self.catalog.capture_types())
 
     def by_rank(self) -> pl.DataFrame:
         """One row per rank: node, first event and counts per category."""
@@ -82,7 +82,7 @@ def analyze(
     cat = catalog or load_catalog(list(patterns))
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)
-    att = attribute(rr.scans)
+    att = attribute(rr.scans, cat)
     rows = build_rows(att)
     facts = collect_facts(rows)
     return Analysis(plist, rr, att, rows, facts, cat)

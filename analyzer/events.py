@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from analyzer.attribute import Attributed
@@ -79,6 +80,7 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "traceback": ev.traceback,
             "_cause": ev.cause,
             "_fix": ev.fix,
+            "_tags": att.roles.tags(ev),
         }
         for k, v in ev.fields.items():
             if k not in row:
@@ -87,17 +89,32 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
     return rows
 
 
-def to_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """The event table as a DataFrame with stable column types (fields are strings)."""
+def to_frame(
+    rows: list[dict[str, Any]], capture_types: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """The event table as a DataFrame with stable column types.
+
+    Captures get the type the catalog declares (``int`` → Int64; ``float``, ``size`` in bytes
+    and ``duration`` in seconds → Float64; a value that does not parse is null); undeclared
+    captures stay strings.
+    """
     import polars as pl
 
+    from analyzer.catalog import convert
+
     types = {"str": pl.Utf8, "int": pl.Int64, "datetime": pl.Datetime("us"), "bool": pl.Boolean}
+    declared = capture_types or {}
     schema: dict[str, Any] = {k: types[v] for k, v in BASE_COLUMNS.items()}
+    kinds: dict[str, str] = {}
     for r in rows:
         for k in r:
             if k not in schema and not k.startswith("_"):
-                schema[k] = pl.Utf8
-    data = {k: [r.get(k) for r in rows] for k in schema}
+                kind = declared.get(k, "str")
+                kinds[k] = kind
+                schema[k] = {"str": pl.Utf8, "int": pl.Int64}.get(kind, pl.Float64)
+    data = {
+        k: [convert(kinds[k], r.get(k)) if k in kinds else r.get(k) for r in rows] for k in schema
+    }
     return pl.DataFrame(data, schema=schema)
 
 

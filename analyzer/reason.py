@@ -17,7 +17,7 @@ import regex
 
 from analyzer.attribute import Geometry
 from analyzer.catalog import render
-from analyzer.categories import SLURM_END_CATEGORIES, strength
+from analyzer.categories import SLURM_END_CATEGORIES, info, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.hangs import find_culprit
@@ -26,19 +26,10 @@ from analyzer.verdict import Diagnosis, Evidence, Verdict
 SKEW = timedelta(seconds=2)
 """Events this close count as simultaneous (clock skew between hosts, 1 s stamps)."""
 _FAR_FUTURE = datetime.max
-_PROMOTABLE = ("host_oom", "native_crash", "nan_loss", "cuda_oom", "cuda_error", "hardware")
-_PROMOTABLE_SOURCES = ("torchelastic.exit.", "slurm.", "memory.")
-"""Symptoms that say how a worker died (exit code, signal, scheduler OOM record)."""
-_DEATHS = (
-    "torchelastic.exit.failed",
-    "torchelastic.exit.sigkill",
-    "torchelastic.exit.sigsegv",
-    "torchelastic.exit.sigbus",
-    "torchelastic.exit.native_signal",
-)
-_KIN = {"hardware": ("cuda_error",), "network": ("nccl_error",), "host_oom": ()}
-"""A root without a rank may take it from these categories' events close in time."""
-_SYMPTOM_BEFORE_END = ("rendezvous", "collective_timeout", "host_oom", "native_crash", "nan_loss")
+
+
+def _tagged(r: dict[str, Any], tag: str) -> bool:
+    return tag in r.get("_tags", ())
 
 
 def _key(r: dict[str, Any]) -> tuple[datetime, int, str, int]:
@@ -122,7 +113,7 @@ def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]]) -> None:
     """A root without a rank (a scheduler line) takes it from a same-category event nearby."""
-    kin = {chosen["category"], *_KIN.get(chosen["category"], ())}
+    kin = {chosen["category"], *info(chosen["category"]).kin}
     near = [
         r
         for r in active
@@ -140,7 +131,7 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
         died = [
             r
             for r in active
-            if r["pattern_id"] in _DEATHS
+            if _tagged(r, "death")
             and r["time"] is not None
             and r["time"] < chosen["time"] - SKEW
         ]
@@ -162,7 +153,7 @@ def _root_verdict(
     roots: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> Verdict:
     chosen = _earliest(roots)
-    conf = 0.75 if chosen["pattern_id"] == "python.traceback" else 0.9
+    conf = 0.75 if _tagged(chosen, "uncatalogued") else info(chosen["category"]).confidence
     v = _verdict_from(chosen, facts, geo, conf)
     sig = _signature(chosen)
     same = _first_per_rank([r for r in roots if _signature(r) == sig])
@@ -190,36 +181,51 @@ def _root_verdict(
     return v
 
 
+_NEAR_LINES = 2
+"""An srun exit this close below an unlabelled root line is that line's task's exit."""
+
+
 def _enrich_node(
     v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]], geo: Geometry
 ) -> None:
-    """An unprefixed root line takes its node from the first srun task to exit after it."""
+    """An unprefixed root line takes its node from srun's task exits, when they single one out.
+
+    A task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right below the
+    line, or the only task that exits on its own, is the line's node. The first task to exit is
+    not enough by itself: in a two-node job the healthy node's agent often exits first.
+    """
     exits = [
         r
         for r in rows
-        if r["pattern_id"].startswith("slurm.task.")
+        if _tagged(r, "task-exit")
+        and r.get("exitcode") is not None
         and (r.get("task") or "").isdigit()
-        and (
-            (r["file"] == chosen["file"] and r["line"] > chosen["line"])
-            or (
-                r["time"] is not None and chosen["time"] is not None and r["time"] >= chosen["time"]
-            )
-        )
     ]
-    if not exits:
+    tasks = {int(r["task"]) for r in exits}
+    if not tasks:
         return
-    first = min(
-        exits, key=lambda r: (r["time"] or datetime.max, r["file"] != chosen["file"], r["line"])
-    )
-    everyone = [r for r in rows if r["pattern_id"].startswith("slurm.task.")]
-    if min(everyone, key=_key) is not first and first["file"] != chosen["file"]:
+    last = chosen["line"]  # an assembled traceback's line is its closing exception line
+    below = [
+        r
+        for r in exits
+        if r["file"] == chosen["file"] and last < r["line"] <= last + _NEAR_LINES
+    ]
+    if len(tasks) == 1:
+        first = exits[0]
+    elif below:
+        first = min(below, key=lambda r: r["line"])
+    else:
+        v.rank_note = (
+            f"the line carries no node label, and {len(tasks)} srun tasks exited on their own: "
+            "no node is named"
+        )
         return
     task = int(first["task"])
     hosts = geo.task_hosts
     distinct = len(set(hosts.values())) == len(hosts) > 1
     v.node_index = task
     v.node = hosts.get(task) if distinct and task in hosts else str(task)
-    v.rank_note = f"node from the first srun task to exit ({first['file']}:{first['line']})"
+    v.rank_note = f"node from srun's exit of task {task} ({first['file']}:{first['line']})"
 
 
 def _hang_verdict(
@@ -305,7 +311,7 @@ def decide(
         before = [
             r
             for r in symptoms
-            if r["category"] in _SYMPTOM_BEFORE_END
+            if info(r["category"]).before_end
             and (t_end is None or (r["time"] is not None and r["time"] < t_end - SKEW))
         ]
         if before:
@@ -326,7 +332,7 @@ def decide(
     promotable = [
         r
         for r in symptoms
-        if r["category"] in _PROMOTABLE and r["pattern_id"].startswith(_PROMOTABLE_SOURCES)
+        if info(r["category"]).promotable and _tagged(r, "death-record")
     ]
     if promotable:
         first = _earliest(promotable)
@@ -419,7 +425,7 @@ def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | Non
         return None
     if facts.checkpoint_saving:
         return "checkpoint save"
-    if v.category in ("config", "import_error", "rendezvous", "cuda_device_max_connections"):
+    if info(v.category).startup:
         return "start-up"
     if facts.last_iteration is None:
         return "start-up"
@@ -434,7 +440,7 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
     # Every node's agent prints the line, so the numbers (not a count of lines) decide.
     restarts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for r in rows:
-        if "restart" in r["pattern_id"] and r.get("attempt") is None:
+        if _tagged(r, "restart") and r.get("attempt") is None:
             left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
             if left.isdigit() and most.isdigit():
                 restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
