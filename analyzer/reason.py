@@ -87,7 +87,20 @@ def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float
         title=r.get("title") or "",
         evidence=[_evidence(r)],
         attempt=r.get("attempt"),
+        key=_failure_key(r),
     )
+
+
+def _failure_key(r: dict[str, Any]) -> dict[str, str]:
+    """Structured identity of the event: exception type, innermost frame, message, op."""
+    key = {
+        "exc_type": r.get("exc_type") or "",
+        "frame": r.get("frame") or "",
+        "message": r.get("exc_msg") or r.get("message") or r.get("text") or "",
+    }
+    if r.get("op"):
+        key["op"] = str(r["op"])
+    return {k: v for k, v in key.items() if v}
 
 
 def _signature(r: dict[str, Any]) -> tuple[str, str]:

@@ -49,6 +49,9 @@ class Verdict:
     rank_note: str | None = None
     """Why ``rank`` is null, or how the culprit was found."""
     attempt: int | None = None
+    key: dict[str, str] = field(default_factory=dict)
+    """What identifies this failure across jobs (exception type, frame, message template):
+    the fingerprint's input, independent of the rendered wording."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""

@@ -256,3 +256,64 @@ def _geo():  # type: ignore[no-untyped-def]
     from analyzer.attribute import Geometry
 
     return Geometry()
+
+
+def test_catalog_json_schema_accepts_the_shipped_catalog_and_the_readme_example() -> None:
+    import json
+    import re
+    import tomllib
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(Path("docs/schema/catalog.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    for f in sorted(Path("patterns").glob("*.toml")):
+        errors = list(validator.iter_errors(tomllib.loads(f.read_text(encoding="utf-8"))))
+        assert not errors, (f.name, errors[0].message)
+    readme = Path("patterns/README.md").read_text(encoding="utf-8")
+    example = re.search(r"```toml\n(\[\[pattern\]\].*?)```", readme, re.S)
+    assert example
+    data = tomllib.loads(example.group(1))
+    assert not list(validator.iter_errors(data))
+    bad = {"pattern": [{**data["pattern"][0], "counter_example": ["x"]}]}
+    assert list(validator.iter_errors(bad))
+
+
+def test_fingerprints_come_from_structured_keys_not_wording() -> None:
+    from analyzer.triage.fingerprint import fingerprint
+
+    frame = 'File "/a/b/train.py", line 187, in get_batch'
+    a = fingerprint(
+        "python_exception",
+        "python.traceback",
+        "index 160 out of bounds",
+        exc_type="IndexError",
+        frame=frame,
+    )
+    b = fingerprint(
+        "python_exception",
+        "python.traceback",
+        "index 99 is out of range now",
+        exc_type="IndexError",
+        frame=frame.replace("187", "190"),
+    )
+    assert a == b
+    c = fingerprint(
+        "python_exception",
+        "python.traceback",
+        "index 160 out of bounds",
+        exc_type="IndexError",
+        frame=frame.replace("get_batch", "collate"),
+    )
+    assert a != c
+    assert fingerprint("python_exception", "x", "m", exc_type="KeyError") != fingerprint(
+        "python_exception", "x", "m", exc_type="IndexError"
+    )
+
+
+def test_a_restart_suffix_or_cause_wording_never_changes_the_verdict_key() -> None:
+    a = analyze("sample_logs/real/max-restarts").diagnosis.verdict
+    b = analyze("sample_logs/real/exception-cascade").diagnosis.verdict
+    assert "attempt" in a.cause
+    assert "attempt" not in str(a.key)
+    assert a.key["exc_type"] == b.key["exc_type"] == "IndexError"
+    assert a.key["frame"].endswith("in get_batch") and b.key["frame"].endswith("in get_batch")
