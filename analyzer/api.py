@@ -85,4 +85,5 @@ def analyze(
     att = attribute(rr.scans, cat)
     rows = build_rows(att)
     facts = collect_facts(rows)
+    att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
     return Analysis(plist, rr, att, rows, facts, cat)

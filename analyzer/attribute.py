@@ -76,6 +76,29 @@ class Geometry:
     evidence: list[str] = field(default_factory=list)
     task_is_rank: bool = False
     """One srun task per GPU (no torchrun): an srun task id is the global rank, not a node."""
+    distinct_hosts: bool = True
+    """Host names tell nodes apart (one host per node index, no host on two indices)."""
+
+    def node_label(self, host: str | None, node_index: int | None) -> str | None:
+        """What every view calls a node: its host name when hosts tell nodes apart, else its
+        index (a test box standing in for several nodes, or torchrun's FQDN ``localhost``)."""
+        if host and (self.distinct_hosts or node_index is None):
+            return host
+        if node_index is not None:
+            return str(node_index)
+        return host
+
+    def resolve(self, facts_world_size: object, facts_nproc: object) -> None:
+        """Settle world size, processes per node and node count once, from geometry and the
+        job's facts; every later stage reads these fields instead of recomputing them."""
+        if isinstance(facts_world_size, int) and facts_world_size > 0:
+            self.world_size = facts_world_size
+        if not self.nproc_per_node and isinstance(facts_nproc, int) and facts_nproc > 0:
+            self.nproc_per_node = facts_nproc
+        if not self.world_size and self.nproc_per_node and self.nnodes:
+            self.world_size = self.nproc_per_node * self.nnodes
+        if self.world_size and self.nproc_per_node and not self.nnodes:
+            self.nnodes = max(1, self.world_size // self.nproc_per_node)
 
 
 @dataclass
@@ -306,7 +329,25 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                     },
                 )
             )
+    geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
+    for _ev, a in out:
+        a["node"] = geo.node_label(a["host"], a["node_index"])  # type: ignore[arg-type]
     return Attributed(out, geo, failures, year, roles)
+
+
+def _hosts_tell_nodes_apart(
+    events: list[tuple[RawEvent, dict[str, object]]], geo: Geometry
+) -> bool:
+    pairs: dict[int, set[str]] = {}
+    for _ev, a in events:
+        if a["node_index"] is not None and a["host"]:
+            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
+    for task, host in geo.task_hosts.items():
+        pairs.setdefault(task, set()).add(host)
+    # One host per node index and no host on two indices; a test box standing in for several
+    # nodes, or torchrun's FQDN "localhost", do not tell nodes apart.
+    single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
+    return not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
 
 
 def ranks_by_node(attributed: Attributed) -> dict[int, set[int]]:

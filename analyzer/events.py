@@ -34,34 +34,15 @@ BASE_COLUMNS: dict[str, str] = {
 }
 
 
-def node_label(host: str | None, node_index: int | None, distinct_hosts: bool) -> str | None:
-    """What a report calls a node: its hostname when hosts tell nodes apart, else its index."""
-    if host and (distinct_hosts or node_index is None):
-        return host
-    if node_index is not None:
-        return str(node_index)
-    return host
-
-
 def build_rows(att: Attributed) -> list[dict[str, Any]]:
     """Plain-dict rows of the table, in file then line order."""
-    pairs: dict[int, set[str]] = {}
-    for _ev, a in att.events:
-        if a["node_index"] is not None and a["host"]:
-            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
-    for task, host in att.geometry.task_hosts.items():
-        pairs.setdefault(task, set()).add(host)
-    # Hostnames tell nodes apart only when each node index has one host and no two share it
-    # (one box standing in for several nodes, or torchrun's FQDN "localhost", do not).
-    single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
-    distinct = not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
     rows = []
     for ev, a in att.events:
         row: dict[str, Any] = {
             "file": ev.file,
             "line": ev.line,
             "offset": ev.offset,
-            "node": node_label(a["host"], a["node_index"], distinct),  # type: ignore[arg-type]
+            "node": a["node"],
             "node_index": a["node_index"],
             "host": a["host"],
             "rank": a["rank"],

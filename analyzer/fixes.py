@@ -59,10 +59,7 @@ def _int(v: Any) -> int | None:
 
 
 def _ws(facts: JobFacts, geo: Geometry) -> int | None:
-    ws = _int(facts.get("world_size")) or geo.world_size
-    if not ws and geo.nproc_per_node and geo.nnodes:
-        ws = geo.nproc_per_node * geo.nnodes
-    return ws
+    return geo.world_size or _int(facts.get("world_size"))
 
 
 def _oom(row: dict[str, Any], facts: JobFacts) -> str:

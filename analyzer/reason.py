@@ -108,9 +108,7 @@ def _signature(r: dict[str, Any]) -> tuple[str, str]:
 
 
 def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set[int]:
-    ws = facts.get("world_size") or geo.world_size
-    if not ws and geo.nproc_per_node and geo.nnodes:
-        ws = geo.nproc_per_node * geo.nnodes
+    ws = geo.world_size
     if isinstance(ws, int) and 0 < ws <= 1_000_000:
         return set(range(ws))
     return {r["rank"] for r in rows if r.get("rank") is not None}
@@ -234,10 +232,8 @@ def _enrich_node(
         )
         return
     task = int(first["task"])
-    hosts = geo.task_hosts
-    distinct = len(set(hosts.values())) == len(hosts) > 1
     v.node_index = task
-    v.node = hosts.get(task) if distinct and task in hosts else str(task)
+    v.node = geo.node_label(geo.task_hosts.get(task), task)
     v.rank_note = f"node from srun's exit of task {task} ({first['file']}:{first['line']})"
 
 
@@ -267,7 +263,7 @@ def _hang_verdict(
             hosts = {
                 r["host"] for r in rows if r.get("node_index") == v.node_index and r.get("host")
             }
-            v.node = hosts.pop() if len(hosts) == 1 else str(v.node_index)
+            v.node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, v.node_index)
         v.cause = (
             f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
             f"{finding.rank}: {finding.reason}."

@@ -12,9 +12,10 @@ from one occurrence to the next. Version 2 hashes structured keys, never report 
   numbers) replaced by placeholders; whitespace collapsed.
 
 Editing a cause sentence in the catalog, or a restart's "(attempt 0 of 2 …)" suffix, therefore
-never changes a fingerprint. The fingerprint reads ``v2-<12 hex digits>``. Any change to what is hashed or how it is
-normalised must bump :data:`FINGERPRINT_VERSION`, so that a baseline computed with another
-scheme is recognised as incomparable instead of reporting every failure as new.
+never changes a fingerprint. The fingerprint reads ``v2-<12 hex digits>``. Any change to what
+is hashed or how it is normalised must bump :data:`FINGERPRINT_VERSION`, so that a baseline
+computed with another scheme is recognised as incomparable instead of reporting every failure
+as new.
 """
 
 from __future__ import annotations
