@@ -14,7 +14,7 @@ from analyzer.discover import Discovery, discover
 from analyzer.events import build_rows, by_rank, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.read import ReadResult, read_job
-from analyzer.reason import diagnose_rows
+from analyzer.reason import ReadSummary, diagnose_rows
 from analyzer.verdict import Diagnosis
 
 if TYPE_CHECKING:
@@ -45,17 +45,22 @@ class Analysis:
     @cached_property
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
-        d = diagnose_rows([dict(r) for r in self.rows], self.facts, self.attributed.geometry)
-        d.problems = self.read.problems + [
-            f"pattern {p.id}: {p.disabled_reason}"
-            for p in self.catalog.patterns
-            if p.disabled_reason
-        ]
-        d.files = len(self.read.scans)
-        d.bytes_read = sum(s.bytes_read for s in self.read.scans)
-        if d.status == "ok" and not self.read.readable:
-            d.status = "unknown"
-        return d
+        return diagnose_rows(
+            [dict(r) for r in self.rows],
+            self.facts,
+            self.attributed.geometry,
+            ReadSummary(
+                problems=self.read.problems
+                + [
+                    f"pattern {p.id}: {p.disabled_reason}"
+                    for p in self.catalog.patterns
+                    if p.disabled_reason
+                ],
+                files=len(self.read.scans),
+                bytes_read=sum(s.bytes_read for s in self.read.scans),
+                readable=self.read.readable,
+            ),
+        )
 
     @property
     def discovery(self) -> Discovery:

@@ -10,6 +10,7 @@ timeouts the hang analysis names a culprit or says why it cannot.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -459,8 +460,24 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
             r["attempt"] = max((a for ln, a in marks if ln < r["line"]), default=0)
 
 
-def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> Diagnosis:
-    """The job's diagnosis: one verdict per torchrun attempt, and the one for the job."""
+@dataclass(frozen=True)
+class ReadSummary:
+    """What reading the job said about itself, for the diagnosis."""
+
+    problems: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes_read: int = 0
+    readable: bool = True
+
+
+def diagnose_rows(
+    rows: list[dict[str, Any]],
+    facts: JobFacts,
+    geo: Geometry,
+    read: ReadSummary | None = None,
+) -> Diagnosis:
+    """The job's complete diagnosis: one verdict per torchrun attempt, and the one for the job."""
+    read = read or ReadSummary()
     _attempt_of(rows)
     attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
     per_attempt: list[Verdict] = []
@@ -496,6 +513,8 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
     }
     for rk in _universe(rows, facts, geo):
         ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})
+    if status == "ok" and not read.readable:
+        status = "unknown"
     return Diagnosis(
         status=status,
         verdict=v,
@@ -506,4 +525,7 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
         attempts=per_attempt,
         phase=_phase(v, facts, rows),
         ranks=ranks,
+        problems=list(read.problems),
+        files=read.files,
+        bytes_read=read.bytes_read,
     )

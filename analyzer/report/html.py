@@ -10,13 +10,12 @@ its letter, so the grid still reads when colours are lost.
 
 from __future__ import annotations
 
-import html
 from typing import TYPE_CHECKING
 
 from analyzer import __version__
 from analyzer.report.grid import Grid
 from analyzer.report.model import EvidenceView, ReportModel, build_model
-from analyzer.report.safe import shorten
+from analyzer.report.safe import html_text, shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -76,7 +75,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action
 
 def e(text: object) -> str:
     """HTML-escape a string for text and attribute context (quotes included)."""
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def _kv(rows: list[tuple[str, str]]) -> str:

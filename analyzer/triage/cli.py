@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-EXIT_OK = 0
-EXIT_USAGE = 64
+from analyzer.verdict import EXIT_DIAGNOSED as EXIT_OK
+from analyzer.verdict import EXIT_USAGE
 
 
 class _RunByDefault(TyperGroup):
