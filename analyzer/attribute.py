@@ -301,15 +301,15 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                 rank = ev.task if rank is None else rank
                 host = host or geo.task_hosts.get(ev.task)
                 node_index = None
-            cf = cf_of.get(id(ev))
-            if cf is not None:
-                rank, local_rank = cf.rank, cf.local_rank
-                host = cf.host or host
+            block = cf_of.get(id(ev))
+            if block is not None:
+                rank, local_rank = block.rank, block.local_rank
+                host = block.host or host
             n = geo.nproc_per_node
             if rank is None and n and local_rank is not None and node_index is not None:
                 rank = node_index * n + local_rank
             if n and rank is not None:
-                if node_index is None or cf is not None:
+                if node_index is None or block is not None:
                     node_index = rank // n
                 if local_rank is None:
                     local_rank = rank % n
