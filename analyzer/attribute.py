@@ -9,7 +9,7 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import regex
@@ -38,6 +38,17 @@ class Roles:
         name = p.by_role(role) if p else None
         value = ev.fields.get(name) if name else None
         return value or None
+
+    def all(self, ev: RawEvent) -> dict[str, str]:
+        """Every captured value that has a role, keyed by role."""
+        p = self._by_id.get(ev.pattern_id)
+        if not p:
+            return {}
+        return {
+            c.role: ev.fields[c.name]
+            for c in p.captures.values()
+            if c.role and ev.fields.get(c.name)
+        }
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""
@@ -234,11 +245,24 @@ def job_year(scans: list[FileScan]) -> int:
     return datetime.fromtimestamp(min(mtimes)).year if mtimes else datetime.now().year
 
 
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Where and when one event happened, as attribution resolved it."""
+
+    rank: int | None
+    local_rank: int | None
+    node_index: int | None
+    host: str | None
+    time: datetime | None
+    node: str | None = None
+    """The label every view shows (host name or node index, see ``Geometry.node_label``)."""
+
+
 @dataclass
 class Attributed:
     """Events with node, rank and time resolved, plus the geometry that allowed it."""
 
-    events: list[tuple[RawEvent, dict[str, object]]]
+    events: list[tuple[RawEvent, Attribution]]
     geometry: Geometry
     failures: list[ChildFailure]
     year: int
@@ -272,7 +296,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
     for cf in failures:
         for ev in cf.events:
             cf_of[id(ev)] = cf
-    out: list[tuple[RawEvent, dict[str, object]]] = []
+    out: list[tuple[RawEvent, Attribution]] = []
     for sc in scans:
         # A per-rank file (torchrun --log-dir) holds one rank: a [rankN] on any line names it.
         file_rank = None
@@ -317,31 +341,19 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                 host = geo.task_hosts.get(node_index)
             host = short_host(host)
             t = ev.stamp.to_datetime(year) if ev.stamp else None
-            out.append(
-                (
-                    ev,
-                    {
-                        "rank": rank,
-                        "local_rank": local_rank,
-                        "node_index": node_index,
-                        "host": host,
-                        "time": t,
-                    },
-                )
-            )
+            out.append((ev, Attribution(rank, local_rank, node_index, host, t)))
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
-    for _ev, a in out:
-        a["node"] = geo.node_label(a["host"], a["node_index"])  # type: ignore[arg-type]
-    return Attributed(out, geo, failures, year, roles)
+    labelled = [
+        (ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out
+    ]
+    return Attributed(labelled, geo, failures, year, roles)
 
 
-def _hosts_tell_nodes_apart(
-    events: list[tuple[RawEvent, dict[str, object]]], geo: Geometry
-) -> bool:
+def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:
     pairs: dict[int, set[str]] = {}
     for _ev, a in events:
-        if a["node_index"] is not None and a["host"]:
-            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
+        if a.node_index is not None and a.host:
+            pairs.setdefault(a.node_index, set()).add(a.host)
     for task, host in geo.task_hosts.items():
         pairs.setdefault(task, set()).add(host)
     # One host per node index and no host on two indices; a test box standing in for several
@@ -354,6 +366,6 @@ def ranks_by_node(attributed: Attributed) -> dict[int, set[int]]:
     """Global ranks seen per node index."""
     out: dict[int, set[int]] = defaultdict(set)
     for _ev, a in attributed.events:
-        if a["node_index"] is not None and a["rank"] is not None:
-            out[a["node_index"]].add(a["rank"])  # type: ignore[index,arg-type]
+        if a.node_index is not None and a.rank is not None:
+            out[a.node_index].add(a.rank)
     return out

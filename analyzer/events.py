@@ -42,13 +42,13 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "file": ev.file,
             "line": ev.line,
             "offset": ev.offset,
-            "node": a["node"],
-            "node_index": a["node_index"],
-            "host": a["host"],
-            "rank": a["rank"],
-            "local_rank": a["local_rank"],
+            "node": a.node,
+            "node_index": a.node_index,
+            "host": a.host,
+            "rank": a.rank,
+            "local_rank": a.local_rank,
             "attempt": ev.attempt,
-            "time": a["time"],
+            "time": a.time,
             "time_inherited": ev.stamp_inherited,
             "stream": ev.stream,
             "pattern_id": ev.pattern_id,
@@ -62,6 +62,7 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "_cause": ev.cause,
             "_fix": ev.fix,
             "_tags": att.roles.tags(ev),
+            "_roles": att.roles.all(ev),
         }
         for k, v in ev.fields.items():
             if k not in row:

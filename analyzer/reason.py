@@ -210,10 +210,10 @@ def _enrich_node(
         r
         for r in rows
         if _tagged(r, "task-exit")
-        and r.get("exitcode") is not None
-        and (r.get("task") or "").isdigit()
+        and r.get("_roles", {}).get("exit_code") is not None
+        and r.get("_roles", {}).get("task", "").isdigit()
     ]
-    tasks = {int(r["task"]) for r in exits}
+    tasks = {int(r["_roles"]["task"]) for r in exits}
     if not tasks:
         return
     last = chosen["line"]  # an assembled traceback's line is its closing exception line
@@ -232,7 +232,7 @@ def _enrich_node(
             "no node is named"
         )
         return
-    task = int(first["task"])
+    task = int(first["_roles"]["task"])
     v.node_index = task
     v.node = geo.node_label(geo.task_hosts.get(task), task)
     v.rank_note = f"node from srun's exit of task {task} ({first['file']}:{first['line']})"
