@@ -210,13 +210,15 @@ class Catalog:
         return [self.patterns[i] for i in sorted(idx)]
 
     def match_all(self, message: str) -> list[PatternMatch]:
-        """Every pattern that matches ``message`` (prefixes already stripped)."""
+        """Every pattern that matches ``message`` (prefixes already stripped); a ``fallback``
+        pattern only when no other pattern matches."""
         out = []
         for p in self.candidates(message):
             m = p.search(message)
             if m:
                 out.append(PatternMatch(p, {k: v for k, v in m.groupdict().items() if v}))
-        return out
+        specific = [pm for pm in out if "fallback" not in pm.pattern.tags]
+        return specific or out
 
     def match(self, message: str) -> PatternMatch | None:
         """The one match kept for a line: root over symptom over context, then catalog order."""

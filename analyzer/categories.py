@@ -73,6 +73,8 @@ TAGS: dict[str, str] = {
     "childfailed-rootcause": "the 'Root Cause (first observed failure)' line of that block",
     "childfailed-field": "a field line of one failure in that block",
     "childfailed-start": "the field line that opens one failure's record in that block",
+    "fallback": "claims a line only when no pattern without this tag matches it (a catch-all "
+    "such as the generic exception line: a specific pattern, built-in or user, always wins)",
     "uncatalogued": "an event the reader assembled that no catalog pattern claims (a bare "
     "traceback): lower confidence",
 }

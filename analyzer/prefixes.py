@@ -1,10 +1,17 @@
 """Strip the launcher and logger prefixes that stack in front of a log message.
 
-Outermost first: srun ``--label`` (``  3: ``), a launcher tag such as NeMo-Run's
+Outermost first: srun ``--label`` (``  3: ``) or a pdsh host (``worker-1: ``, DeepSpeed's
+multi-node launcher), OpenMPI's / Horovod's ``--tag-output`` (``[1,3]<stderr>:``, ``[3]<stdout>:``),
+a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag such as NeMo-Run's
 ``i.pretrain/0 ``, torchrun's ``--tee`` header (``[default3]:``) or a
-``--log-line-prefix-template`` header (``[24]:``), c10d's ``[rank3]:``, then the C++
-(``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger prefix
-(``W1202 15:34:58.764000 4242 path/api.py:897] ``).
+``--log-line-prefix-template`` header (``[24]:``), c10d's ``[rank3]:``, Lightning's
+``[rank: 3] ``, then the C++ (``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger
+prefix (``W1202 15:34:58.764000 4242 path/api.py:897] ``).
+
+Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output`` and Lightning's
+``[rank: N]`` are global ranks; ``[defaultN]:`` is a local rank. The ``[Rank N]`` inside
+ProcessGroupNCCL's messages is a process-group rank (group-local for a subgroup) and stays in the
+message. A Ray actor prefix names a process and a host, never a rank.
 """
 
 from __future__ import annotations
@@ -16,6 +23,21 @@ import regex
 from analyzer.timestamps import Stamp, parse_glog, parse_iso
 
 _SRUN = regex.compile(r"(?:P\d+ )?\ *(\d{1,6}): ")
+_PDSH = regex.compile(
+    r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)"
+    r"|(?P<host>(?!(?:python|pip|gcc|cc|ld|sm|cuda|py)\d)[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*"
+    r"(?:\.[A-Za-z][A-Za-z0-9-]*)*): "
+    r"(?=\[|\s|Traceback|/|bash: |[\w.]*(?:Error|Exception|Warning)\b|[\w.-]+:\d+:\d+ \[\d+\] )"
+)
+"""pdsh (DeepSpeed's multi-node launcher) prefixes each remote line with ``host: ``. A host is an
+IPv4 address, or a name with a digit (``worker-1``, ``node017``) followed by what a training log
+line starts with (a bracket, indentation, a traceback, an exception, an NCCL prefix): a kernel
+driver's ``nvidia-nvswitch3: SXid …`` or a program's ``RuntimeError: `` are not hosts."""
+_OMPI = regex.compile(r"\[(?:\d+,)?(\d{1,6})\]<(?:stdout|stderr|stddiag)>: ?")
+_RAY = regex.compile(
+    r"\((?:[A-Za-z_][\w.:-]* )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
+)
+_LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
 _TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)")
 _TEE = regex.compile(r"\[(?!rank\d)([A-Za-z_][A-Za-z_-]*?)(\d{1,5})\]:")
 _TEMPLATE = regex.compile(r"\[(\d{1,6})\]:")
@@ -46,6 +68,10 @@ class Prefixed:
     stamp: Stamp | None = None
     """Timestamp carried by the logger prefix."""
     logger_pid: int | None = None
+    host: str | None = None
+    """The host named by a pdsh ``host: `` prefix or a Ray actor's ``ip=``."""
+    worker_pid: int | None = None
+    """The process named by a Ray actor prefix ``(Actor pid=N ...)``."""
 
 
 def split_prefixes(line: str) -> Prefixed:
@@ -55,9 +81,26 @@ def split_prefixes(line: str) -> Prefixed:
     level: str | None = None
     stamp: Stamp | None = None
 
+    host: str | None = None
+    worker_pid: int | None = None
+
     m = _SRUN.match(line, pos)
     if m:
         task = int(m[1])
+        pos = m.end()
+    else:
+        m = _PDSH.match(line, pos)
+        if m:
+            host = m["host"]
+            pos = m.end()
+    m = _OMPI.match(line, pos)
+    if m:
+        rank = int(m[1])
+        pos = m.end()
+    m = _RAY.match(line, pos)
+    if m:
+        worker_pid = int(m["pid"])
+        host = m["ip"] or host
         pos = m.end()
     m = _TAG.match(line, pos)
     if m:
@@ -75,6 +118,10 @@ def split_prefixes(line: str) -> Prefixed:
     if m:
         rank = int(m[1])
         pos = m.end()
+    m = _LIGHTNING.match(line, pos)
+    if m:
+        rank = int(m[1])
+        pos = m.end()
     for rx in (_CPP, _PYLOG, _PY21, _BASIC):
         m = rx.match(line, pos)
         if m:
@@ -86,4 +133,8 @@ def split_prefixes(line: str) -> Prefixed:
                 pid = int(m["pid"])
             pos = m.end()
             break
-    return Prefixed(line[pos:], task, local_rank, rank, level, stamp, pid)
+    m = _LIGHTNING.match(line, pos)
+    if m:
+        rank = int(m[1])
+        pos = m.end()
+    return Prefixed(line[pos:], task, local_rank, rank, level, stamp, pid, host, worker_pid)

@@ -372,3 +372,69 @@ def test_catastrophic_user_regex_is_disabled_not_hung(tmp_path):
     assert all(pm.pattern.id != p.id for pm in cat.match_all(evil))
     assert p.search("aaaa") is None
     assert time.monotonic() - start < 5
+
+
+# --------------------------------------------------------------------------------------------
+# Catch-alls (tag "fallback"): an exception line never vanishes, a specific pattern always wins
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern_id"),
+    [
+        # Wordings no specific pattern knows still become an event (real lines):
+        ("[rank0]: AttributeError: 'NoneType' object has no attribute 'shape'",
+         "python.exception.uncaught"),
+        ("safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: "
+         "StorageFull, message: \"No space left on device\" })", "storage.no_space"),
+        # torch 1.x bare TCPStore message: the specific rendezvous pattern claims it
+        ("RuntimeError: Address already in use", "rendezvous.store.eaddrinuse_bare"),
+        # the config catch-all beats the generic exception for a wording Megatron's patterns miss
+        ("AssertionError: num_layers_in_first_pipeline_stage must be divisible by virtual "
+         "pipeline size", "megatron.config.divisibility_generic"),
+        # a launcher's consequence is never the generic exception
+        ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+         "torchelastic.childfailed.header"),
+    ],
+)
+def test_exception_lines_are_always_claimed(catalog, line, pattern_id):
+    pm = catalog.match(split_prefixes(line).message)
+    assert pm is not None and pm.pattern.id == pattern_id
+
+
+def test_fallback_loses_to_any_specific_pattern_of_any_role(catalog):
+    # The DataLoader re-raise is only a symptom, yet the generic root must not claim the line.
+    msg = "ValueError: Caught ValueError in DataLoader worker process 1."
+    found = {pm.pattern.id for pm in catalog.match_all(msg)}
+    assert found == {"python.dataloader.reraise"}
+
+
+USER_CLAIM = """
+[[pattern]]
+id = "site.dataset.bad_shard"
+category = "storage"
+role = "context"
+title = "site: a known bad shard"
+needles = ["bad shard"]
+regex = '''bad shard (?P<path>\\S+)'''
+cause = "known"
+fix = "skip it"
+versions = ["site"]
+source = "site"
+examples = ["ValueError: bad shard /data/x.bin"]
+"""
+
+
+def test_user_pattern_claims_an_exception_line_over_the_generic(tmp_path):
+    d = _write(tmp_path, "site.toml", USER_CLAIM)
+    cat = load_catalog([d], use_env=False)
+    pm = cat.match("ValueError: bad shard /data/x.bin")
+    assert pm is not None and pm.pattern.id == "site.dataset.bad_shard"
+    assert load_catalog(use_env=False).match("ValueError: bad shard /data/x.bin").pattern.id == (
+        "python.exception.uncaught"
+    )
+
+
+def test_fallback_tag_is_declared_on_the_catch_alls(catalog):
+    tagged = {p.id for p in catalog.patterns if "fallback" in p.tags}
+    assert "python.exception.uncaught" in tagged

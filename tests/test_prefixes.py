@@ -76,3 +76,74 @@ def test_clean_line_strips_ansi_and_progress_frames() -> None:
     assert clean_line(raw) == "[rank0]: Traceback (most recent call last):"
     assert clean_line("a\x00b\x07c\r\n") == "abc"
     assert clean_line("x" * 20000).endswith("more chars]")
+
+
+# Launcher prefixes of other launchers, on real lines from public threads.
+@pytest.mark.parametrize(
+    ("line", "rank", "host", "worker_pid", "message"),
+    [
+        # OpenMPI / Horovod --tag-output: [jobid,rank]<stream>: (the MPI rank is global)
+        ("[1,0]<stderr>:Traceback (most recent call last):", 0, None, None,
+         "Traceback (most recent call last):"),
+        ("[1,5]<stderr>:[shim5c combine] x.shape=(0, 2048)", 5, None, None,
+         "[shim5c combine] x.shape=(0, 2048)"),
+        # horovodrun (gloo) tags with the rank alone
+        ("[1]<stderr>:[I debug.cpp:49] [c10d] The debug level is set to DETAIL.", 1, None, None,
+         "[c10d] The debug level is set to DETAIL."),
+        # OpenMPI around Lightning's own [rank: N]
+        ("[1,1]<stderr>:[rank: 1] Monitored metric val_loss did not improve in the last 3 records."
+         " Best score: 0.378. Signaling Trainer to stop.", 1, None, None,
+         "Monitored metric val_loss did not improve in the last 3 records. Best score: 0.378. "
+         "Signaling Trainer to stop."),
+        # Lightning's rank-prefixed messages
+        ("[rank: 5] Seed set to 1", 5, None, None, "Seed set to 1"),
+        # Ray actors name a process and a host, not a rank
+        ("(RayTrainWorker pid=1193, ip=10.244.4.193) Setting up process group for: env:// "
+         "[rank=0, world_size=2]", None, "10.244.4.193", 1193,
+         "Setting up process group for: env:// [rank=0, world_size=2]"),
+        ("(RayWorker pid=27540) [W socket.cpp:436] [c10d] The server socket cannot be initialized "
+         "on [::]:49363 (errno: 97 - Address family not supported by protocol).", None, None, 27540,
+         "[c10d] The server socket cannot be initialized on [::]:49363 (errno: 97 - Address family "
+         "not supported by protocol)."),
+        # pdsh (DeepSpeed multi-node launcher): host: line
+        ("172.16.220.18: bash: /home/lxw/anaconda3/envs/sys_py37/bin/python: No such file or "
+         "directory", None, "172.16.220.18", None,
+         "bash: /home/lxw/anaconda3/envs/sys_py37/bin/python: No such file or directory"),
+        # Built from pdsh's format (host name instead of an address):
+        ("worker-1: Traceback (most recent call last):", None, "worker-1", None,
+         "Traceback (most recent call last):"),
+    ],
+)
+def test_other_launcher_prefixes(
+    line: str, rank: int | None, host: str | None, worker_pid: int | None, message: str
+) -> None:
+    p = split_prefixes(line)
+    assert (p.rank, p.host, p.worker_pid, p.message) == (rank, host, worker_pid, message)
+    assert p.task is None and p.local_rank is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Kernel drivers and programs name themselves the way pdsh names hosts: not hosts.
+        "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, Fatal, Link 44 sourcetrack timeout",
+        "RuntimeError: Address already in use",
+        "python3: can't open file 'train.py': [Errno 2] No such file or directory",
+        "node017:412734:412734 [1] init.cc:845 NCCL WARN Duplicate GPU detected : rank 9 and",
+        "Epoch 8: 100% 16/16 [00:16<00:00,  1.04s/it, loss=0.33]",
+    ],
+)
+def test_lookalikes_are_not_host_prefixes(line: str) -> None:
+    p = split_prefixes(line)
+    assert p.host is None and p.message == line
+
+
+def test_process_group_rank_in_watchdog_line_is_not_a_global_rank() -> None:
+    """The old ProcessGroupNCCL tag ``[Rank N]`` is the rank in its process group (group-local for
+    a subgroup): it stays in the message for the catalog, it is never the line's rank."""
+    p = split_prefixes(
+        "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800867 milliseconds "
+        "before timing out."
+    )
+    assert p.rank is None and p.message.startswith("[Rank 1] Watchdog caught")
