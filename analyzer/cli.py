@@ -136,10 +136,7 @@ def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, sh
         with progress_callback(show) as cb:
             return analyze(real, patterns=patterns or [], workers=workers, progress=cb)
     except CatalogError as exc:
-        fail(
-            f"cannot load patterns: {exc}\nFix the pattern file or leave out --patterns.",
-            EXIT_USAGE,
-        )
+        fail(f"cannot load patterns: {exc}{_catalog_hint(patterns)}", EXIT_USAGE)
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -350,13 +347,21 @@ def patterns_explain(line: str, patterns: PatternsOpt = None) -> None:
             typer.echo(f"    {k} = {v}")
 
 
+def _catalog_hint(patterns: list[Path] | None) -> str:
+    from analyzer.catalog import ENV_VAR
+
+    if patterns or os.environ.get(ENV_VAR):
+        return f"\nFix the pattern file, or leave out --patterns and {ENV_VAR}."
+    return ""
+
+
 def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:
     from analyzer.catalog import CatalogError, load_catalog
 
     try:
         return load_catalog(patterns or [], validate=validate)
     except CatalogError as exc:
-        fail(f"cannot load patterns: {exc}", EXIT_USAGE)
+        fail(f"cannot load patterns: {exc}{_catalog_hint(patterns)}", EXIT_USAGE)
 
 
 def main(argv: list[str] | None = None) -> None:
