@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -70,8 +73,31 @@ def analyze(
     catalog: Catalog | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    missing_ok: bool = False,
 ) -> Analysis:
-    """Read a job's logs (directories or files) and attribute every event.
+    """Read one job's logs (directories or files) and attribute every event.
+
+    Parameters:
+        paths: a job directory or log file, or several that form ONE job (their ranks and
+            nodes are merged; diagnose separate jobs with separate calls).
+        patterns: extra pattern files or directories, loaded after the built-in catalog
+            (a pattern with the same id replaces the built-in one).
+        catalog: an already loaded catalog (``analyzer.catalog.load_catalog``); ``patterns``
+            is then ignored. Loading costs more than diagnosing a small job: reuse it.
+        workers: processes used for reading (default: the machine's cores; 1 reads in this
+            process).
+        progress: called as ``progress(done_bytes, total_bytes)`` while files are read.
+        missing_ok: with False (the default) a path that does not exist raises
+            ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
+
+    Raises:
+        FileNotFoundError: a path does not exist (unless ``missing_ok``).
+        analyzer.catalog.CatalogError: a pattern file is invalid, or the built-in catalog is
+            missing or empty (a broken installation).
+
+    When the paths exist but hold nothing readable (an empty directory, only binary files),
+    the analysis is returned with ``read.readable`` False and ``diagnosis.status ==
+    "unknown"`` (``diagnosis.exit_code == 3``, as the command line exits).
 
     >>> a = analyze("sample_logs/real/exception-cascade")   # doctest: +SKIP
     >>> a.events.columns[:4], a.diagnosis.verdict.category  # doctest: +SKIP
@@ -79,6 +105,12 @@ def analyze(
     if isinstance(paths, (str, Path)):
         paths = [paths]
     plist = [Path(p) for p in paths]
+    if not missing_ok:
+        for p in plist:
+            if not os.path.lexists(p):
+                raise FileNotFoundError(
+                    errno.ENOENT, "no such job directory or log file", str(p)
+                )
     cat = catalog or load_catalog(list(patterns))
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)

@@ -91,7 +91,9 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
-        """0 diagnosed, 1 failed with unknown cause, 2 no failure found (3 is bad input)."""
+        """0 diagnosed, 1 failed with unknown cause, 2 no failure found, 3 nothing read."""
+        if self.status == "unknown":
+            return 3
         if self.status == "ok":
             return 2
         if self.verdict.category == "unknown":

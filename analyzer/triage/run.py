@@ -124,7 +124,7 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
     from analyzer.triage.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id)
-    a = analyze(path, catalog=_catalog(), workers=1)
+    a = analyze(path, catalog=_catalog(), workers=1, missing_ok=True)
     d = a.diagnosis
     v = d.verdict
     row = empty_row(job)
