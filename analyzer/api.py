@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property

@@ -399,7 +399,7 @@ def test_empty_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
     empty = tmp_path / "patterns"
     empty.mkdir()
     monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: empty)
-    with pytest.raises(CatalogError, match="built-in pattern catalog is empty.*reinstall"):
+    with pytest.raises(CatalogError, match=r"built-in pattern catalog is empty.*reinstall"):
         load_catalog(use_env=False)
 
 
@@ -410,7 +410,7 @@ def test_unreadable_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
     d.mkdir()
     (d / "nccl.toml").write_bytes(b"\xff\xfe not utf-8 [[[")
     monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: d)
-    with pytest.raises(CatalogError, match="nccl.toml"):
+    with pytest.raises(CatalogError, match=r"nccl.toml"):
         load_catalog(use_env=False)
 
 
