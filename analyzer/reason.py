@@ -21,6 +21,7 @@ from analyzer.categories import SLURM_END_CATEGORIES, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.hangs import find_culprit
+from analyzer.timefmt import iso
 from analyzer.verdict import Diagnosis, Evidence, Verdict
 
 SKEW = timedelta(seconds=2)
@@ -383,7 +384,7 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
         out[cat] = {
             "ranks": len(ranks),
             "events": len(rs),
-            "first_time": min(times).isoformat() if times else None,
+            "first_time": iso(min(times)) if times else None,
             "patterns": dict(pats.most_common(5)),
         }
         top = rs[0]
@@ -475,7 +476,7 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
             "node": r.get("node"),
             "role": r["role"],
             "category": r["category"],
-            "time": r["time"].isoformat() if r["time"] else None,
+            "time": iso(r["time"]),
         }
         for r in _first_per_rank([r for r in rows if r["role"] != "context"])
     }

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analyzer.timefmt import iso
+
 SCHEMA_VERSION = 1
 
 
@@ -58,7 +60,7 @@ class Verdict:
             "rank": self.rank,
             "local_rank": self.local_rank,
             "node": self.node,
-            "time": self.time.isoformat() if self.time else None,
+            "time": iso(self.time),
             "cause": self.cause,
             "fix": self.fix,
             "confidence": round(self.confidence, 2),

@@ -44,13 +44,16 @@ triage_app = typer.Typer(
 
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write the table: .parquet, .csv or .json."),
+    typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the table: .parquet, .csv or .json."
+    ),
 ]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option(
         "--baseline",
         "-b",
+        metavar="FILE",
         help="A previous triage table: mark fingerprints never seen before and ones that vanished.",
     ),
 ]
@@ -193,22 +196,26 @@ def run_cmd(
         typer.Option(
             "--workers",
             "-j",
+            metavar="N",
             help="Worker processes (default: the CPUs available; 0: in this process, no limits).",
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds one job may take (0: no limit).")
+        float, typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds one job may take (0: no limit)."
+        )
     ] = 600.0,
     max_memory: Annotated[
         float | None,
         typer.Option(
             "--max-memory",
+            metavar="GIB",
             help="GiB one job's worker may use (default: 80% of memory over the workers; 0: no "
             "limit).",
         ),
     ] = None,
     max_depth: Annotated[
-        int, typer.Option("--max-depth", help="How deep below each root to search.")
+        int, typer.Option("--max-depth", metavar="N", help="How deep below each root to search.")
     ] = 12,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,

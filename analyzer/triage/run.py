@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from analyzer.timefmt import iso
 from analyzer.triage.find import Job
 
 RECYCLE_AFTER = 200
@@ -91,7 +92,7 @@ def problem_row(job: Job, status: str, note: str) -> dict[str, Any]:
 
 
 def _iso(t: datetime | None) -> str | None:
-    return t.isoformat() if t is not None else None
+    return iso(t)
 
 
 def _duration(times: list[datetime]) -> float | None:
