@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from analyzer.attribute import Attributed, attribute
 from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import Discovery, discover
-from analyzer.events import build_rows, by_rank, to_frame
+from analyzer.events import build_rows, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.read import ReadResult, read_job
 from analyzer.reason import diagnose_rows
@@ -41,8 +41,11 @@ class Analysis:
         return to_frame(self.rows)
 
     def by_rank(self) -> pl.DataFrame:
-        """One row per rank: node, first event and counts per category."""
-        return by_rank(self.events)
+        """One row per rank of the world (ranks without events included, with zero counts):
+        node, local rank, first event (time, category, role, pattern), counts per category."""
+        from analyzer.ranks import world_by_rank
+
+        return world_by_rank(self.events, self.facts, self.attributed.geometry)
 
     @cached_property
     def diagnosis(self) -> Diagnosis:

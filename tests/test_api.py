@@ -24,3 +24,21 @@ def test_missing_path_is_a_problem_with_missing_ok(tmp_path: Path) -> None:
 def test_empty_directory_gives_exit_code_3_as_the_cli(tmp_path: Path) -> None:
     a = analyze(tmp_path)
     assert a.diagnosis.status == "unknown" and a.diagnosis.exit_code == 3
+
+
+def test_by_rank_has_one_row_per_rank_of_the_world_and_no_null_rank() -> None:
+    a = analyze("sample_logs/formats/cuda-oom-cascade")  # 8 ranks, 3 of them without events
+    df = a.by_rank()
+    assert df["rank"].to_list() == list(range(8))
+    quiet = df.filter(df["rank"] == 6).row(0, named=True)
+    assert quiet["events"] == 0 and quiet["first_time"] is None
+    assert (quiet["node"], quiet["local_rank"]) == ("gpu-node-002", 2)
+    assert df.filter(df["rank"] == 5)["first_category"].item() == "cuda_oom"
+
+
+def test_by_rank_without_any_ranked_event_still_lists_the_world() -> None:
+    a = analyze("sample_logs/real/wrong-master-port")  # only node-level rendezvous lines
+    df = a.by_rank()
+    assert df["rank"].to_list() == [0, 1]
+    assert df["node"].to_list() == ["0", "1"]
+    assert df["rank"].null_count() == 0

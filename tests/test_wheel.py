@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_logs" / "real" / "exception-cascade"
-_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "analyzer", "patterns")
+_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "analyzer", "patterns",
+            "docs/schema")
 _OFFLINE = ("No matching distribution", "Could not find a version", "NewConnectionError",
             "Temporary failure in name resolution", "Network is unreachable")
 
@@ -46,6 +47,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src.mkdir()
     for name in _SOURCES:
         p = ROOT / name
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         if p.is_dir():
             shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif p.exists():
@@ -93,8 +95,13 @@ def test_installed_package_is_the_wheel_and_ships_catalog_and_schemas(
                        capture_output=True, text=True, timeout=120,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert r.returncode == 0, r.stderr
-    where, n, _names = json.loads(r.stdout)
+    where, n, names = json.loads(r.stdout)
     assert not Path(where).is_relative_to(ROOT), where
     assert n >= 200
+    assert {"patterns", "schema", "py.typed"} <= set(names), names
+    code = "from analyzer.schemas import load_schema; print(load_schema('diagnose')['$id'])"
+    r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "diagnose" in r.stdout, r.stderr
     r = _run(installed, "patterns", "list", cwd=tmp_path)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == n
