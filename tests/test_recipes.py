@@ -61,6 +61,7 @@ def test_without_log_dir_reads_only_the_failed_jobs_files_and_reports_outside(
         data = json.loads((submit / "diagnosis" / "report-1234.json").read_text())
         assert data["verdict"]["category"] == "python_exception"
         assert data["files_read"] == 1
+        assert "diagnose: job 1234: python_exception rank=1 node=" in r.stdout
     assert sorted(p.name for p in (submit / "diagnosis").iterdir()) == [
         "report-1234.html", "report-1234.json", "report-1234.txt"]
 
