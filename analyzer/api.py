@@ -23,9 +23,17 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
-    """Everything the tool learned about one job."""
+    """Everything the tool learned about one job (returned by ``analyze``).
+
+    Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
+    ``attributed`` (events with node, rank and time; the launch geometry), ``rows`` (the
+    events as dicts), ``facts`` (world size, parallelism, versions, progress), ``catalog``
+    (the patterns used). Computed on first use: ``events`` (polars), ``diagnosis``.
+
+    In Jupyter the analysis shows as its HTML report; ``repr()`` is one short line.
+    """
 
     paths: list[Path]
     read: ReadResult
@@ -66,6 +74,43 @@ class Analysis:
     def discovery(self) -> Discovery:
         """Files found and skipped."""
         return self.read.discovery
+
+    def __repr__(self) -> str:
+        where = " ".join(str(p) for p in self.paths[:3]) + (" …" if len(self.paths) > 3 else "")
+        nf, ne = len(self.read.scans), len(self.rows)
+        head = (
+            f"<Analysis {where!r}: {nf} file{'s' if nf != 1 else ''}, "
+            f"{ne} event{'s' if ne != 1 else ''}"
+        )
+        try:
+            d = self.diagnosis
+        except Exception as exc:  # repr must never raise
+            return f"{head}; diagnosis failed: {type(exc).__name__}>"
+        v = d.verdict
+        if d.status != "failed":
+            return f"{head}; status {d.status}>"
+        rank = "-" if v.rank is None else v.rank
+        node = "-" if v.node is None else v.node
+        return f"{head}; {v.category} rank={rank} node={node} confidence={v.confidence:.2f}>"
+
+    def _repr_markdown_(self) -> str:
+        """The Markdown report (Jupyter, and anything that renders ``_repr_markdown_``)."""
+        from analyzer.report import render
+
+        return render(self, "markdown")
+
+    def _repr_html_(self) -> str:
+        """The HTML report in a sandboxed frame, so that its styles stay out of the notebook."""
+        import html
+
+        from analyzer.report import render
+
+        page = render(self, "html")
+        return (
+            f'<iframe sandbox srcdoc="{html.escape(page, quote=True)}" '
+            'style="width:100%;height:720px;border:1px solid #ccc" '
+            'title="mcore-diagnose report"></iframe>'
+        )
 
 
 def analyze(

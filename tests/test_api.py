@@ -42,3 +42,42 @@ def test_by_rank_without_any_ranked_event_still_lists_the_world() -> None:
     assert df["rank"].to_list() == [0, 1]
     assert df["node"].to_list() == ["0", "1"]
     assert df["rank"].null_count() == 0
+
+
+def test_repr_is_one_short_line_with_the_verdict() -> None:
+    a = analyze("sample_logs/formats/cuda-oom-cascade")
+    r = repr(a)
+    assert len(r) < 300 and "\n" not in r
+    assert "cuda_oom rank=5 node=gpu-node-002" in r and "1 file," in r
+
+
+def test_notebook_views_show_the_report_escaped(tmp_path: Path) -> None:
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "slurm-1.out").write_text(
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "t.py", line 1, in <module>\n'
+        "[rank0]: ValueError: <script>alert(1)</script>\n"
+    )
+    a = analyze(d)
+    html = a._repr_html_()
+    assert html.startswith("<iframe sandbox srcdoc=") and "<script" not in html
+    assert "python_exception" in html
+    assert a._repr_markdown_().startswith("# mcore-diagnose")
+
+
+def test_public_functions_document_every_parameter() -> None:
+    import inspect
+
+    from analyzer.report import render
+
+    for fn in (analyze, render):
+        doc = inspect.getdoc(fn) or ""
+        for name in inspect.signature(fn).parameters:
+            assert f"{name}:" in doc, f"{fn.__name__} does not document {name}"
+
+
+def test_package_is_typed() -> None:
+    import analyzer
+
+    assert (Path(analyzer.__file__).parent / "py.typed").is_file()
