@@ -99,6 +99,12 @@ def test_installed_package_is_the_wheel_and_ships_catalog_and_schemas(
     assert not Path(where).is_relative_to(ROOT), where
     assert n >= 200
     assert {"patterns", "schema", "py.typed"} <= set(names), names
+    code = ("import analyzer; from importlib.metadata import metadata as m; "
+            "d = m('mcore-diagnose'); "
+            "print(d['Version'] == analyzer.__version__, d['License-Expression'])")
+    r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "Apache-2.0"], r.stdout + r.stderr
     code = "from analyzer.schemas import load_schema; print(load_schema('diagnose')['$id'])"
     r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
