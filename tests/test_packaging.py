@@ -45,3 +45,23 @@ def test_classifiers_keywords_and_typing() -> None:
     assert "Typing :: Typed" in cls and "Programming Language :: Python :: 3.11" in cls
     assert (ROOT / "analyzer" / "py.typed").is_file()
     assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["analyzer"]
+
+
+def test_uv_lock_is_in_sync_with_pyproject() -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
+    (me,) = [p for p in lock["package"] if p["name"] == "mcore-diagnose"]
+    locked = {d["name"] for d in me["dependencies"]}
+    wanted = {re.split(r"[<>=;\[ ]", d, maxsplit=1)[0] for d in PROJECT["dependencies"]}
+    assert locked == wanted
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if uv is None:
+        pytest.skip("uv is not installed (pip install uv) to check the lock exactly")
+    r = subprocess.run([uv, "lock", "--check", "--offline"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
