@@ -34,11 +34,11 @@ def _tool(tmp_path: Path) -> Path:
 
 
 def _run(tmp_path: Path, submit: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("SLURM_") and k not in ("MAIL_TO", "LOG_DIR", "REPORT_DIR")}
     e.update(SLURM_SUBMIT_DIR=str(submit), FAILED_JOB="1234", PYTHON=sys.executable,
              MCORE_DIAGNOSE=str(_tool(tmp_path)))
     e.update(env)
-    e.pop("MAIL_TO", None)
     return subprocess.run(["bash", str(RECIPE)], cwd=submit, env=e, capture_output=True,
                           text=True, timeout=300)
 
@@ -87,3 +87,24 @@ def test_readme_and_script_give_the_same_default_report_dir() -> None:
     row = next(ln for ln in readme.splitlines() if ln.startswith("| `REPORT_DIR`"))
     assert row.rstrip(" |").endswith("`$SLURM_SUBMIT_DIR/diagnosis`")
     assert "(default `$SLURM_SUBMIT_DIR/diagnosis`" in readme
+
+
+def test_mail_has_a_short_subject_with_the_cluster_and_attaches_the_page_once(
+    tmp_path: Path, submit: Path
+) -> None:
+    import mailbox
+    from email import policy
+
+    box = tmp_path / "inbox.mbox"
+    r = _run(tmp_path, submit, MAIL_TO=str(box), SLURM_CLUSTER_NAME="alps")
+    assert r.returncode == 0, r.stderr
+    (raw,) = list(mailbox.mbox(str(box), factory=None))
+    from email import message_from_bytes
+
+    msg = message_from_bytes(raw.as_bytes(), policy=policy.default)
+    subject = str(msg["Subject"])
+    assert subject.startswith("[mcore-diagnose] alps job 1234 failed: python_exception rank=1")
+    assert "confidence" not in subject and len(subject) <= 150
+    html_parts = [p for p in msg.walk() if p.get_content_type() == "text/html"]
+    assert len(html_parts) == 1 and html_parts[0].get_filename() == "report-1234.html"
+    assert "python_exception" in msg.get_body(preferencelist=("plain",)).get_content()
