@@ -224,3 +224,15 @@ def test_timestamps_have_one_iso_form_in_json_and_events(tmp_path: Path) -> None
     csv = run("events", str(job), "-f", "csv").stdout.splitlines()
     col = csv[0].split(",").index("time")
     assert ISO.match(csv[1].split(",")[col])
+
+
+def test_piped_triage_summary_has_no_trailing_spaces(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "root"
+    for name in ("exception-cascade", "sigkill-rank"):
+        shutil.copytree(ROOT / "sample_logs" / "real" / name, root / name)
+    r = run("triage", str(root), "-j", "1")
+    assert r.returncode == 0, r.stderr
+    assert "Causes by count" in r.stdout
+    assert [ln for ln in r.stdout.splitlines() if ln != ln.rstrip()] == []

@@ -404,7 +404,10 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
                 )
     for n in s.notes:
         con.print(Text(f"note: {n}"))
-    return buf.getvalue()
+    out = buf.getvalue()
+    if not color:  # piped text: rich pads table cells to the full width
+        out = "\n".join(line.rstrip() for line in out.split("\n"))
+    return out
 
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+!|~"})
