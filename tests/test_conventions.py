@@ -236,3 +236,37 @@ def test_piped_triage_summary_has_no_trailing_spaces(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "Causes by count" in r.stdout
     assert [ln for ln in r.stdout.splitlines() if ln != ln.rstrip()] == []
+
+
+SITE_PATTERN = '''
+[[pattern]]
+id = "site.lustre.quota"
+category = "storage"
+role = "root"
+title = "Site quota exceeded"
+needles = ["SITEFS quota exceeded"]
+regex = 'SITEFS quota exceeded for project (?P<project>\\w+)'
+cause = "The project {project} ran out of its storage quota."
+fix = "Free space in project {project} or ask for more quota."
+examples = ["SITEFS quota exceeded for project llm7"]
+counter_examples = ["SITEFS quota ok for project llm7"]
+'''
+
+
+def test_triage_takes_patterns_and_prints_a_line_per_job_with_verbose(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    job = root / "job-1"
+    job.mkdir(parents=True)
+    (job / "slurm-4242.out").write_text("start\nSITEFS quota exceeded for project llm7\n")
+    pats = tmp_path / "pats"
+    pats.mkdir()
+    (pats / "site.toml").write_text(SITE_PATTERN)
+    out = tmp_path / "t.json"
+    r = run("triage", str(root), "-p", str(pats), "-v", "-j", "1", "-q", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(out.read_text())
+    assert (row["category"], row["pattern_id"]) == ("storage", "site.lustre.quota")
+    assert f"{job}: failed storage" in r.stderr
+    (pats / "bad.toml").write_text("[[pattern]]\nid = 'x'\n")
+    r = run("triage", str(root), "-p", str(pats), "-q")
+    assert r.returncode == 64 and "cannot load patterns" in r.stderr

@@ -7,12 +7,15 @@ inside the commands so that ``mcore-diagnose --version`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+
+from analyzer.color import ColorChoice
 
 EXIT_OK = 0
 EXIT_USAGE = 64
@@ -67,6 +70,16 @@ SummaryOpt = Annotated[
         metavar="FILE",
     ),
 ]
+ColorOpt = Annotated[
+    ColorChoice,
+    typer.Option(
+        "--color",
+        metavar="WHEN",
+        help="Colour the summary: auto (a terminal; NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE, "
+        "TERM=dumb honoured), always or never.",
+        case_sensitive=False,
+    ),
+]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="Do not print the summary on the terminal.")
 ]
@@ -112,6 +125,7 @@ def _finish(
     quiet: bool,
     meta: dict[str, Any],
     warnings: list[str],
+    color: ColorChoice = ColorChoice.auto,
 ) -> None:
     from analyzer.triage.summary import (
         mark_new,
@@ -140,7 +154,9 @@ def _finish(
     if not quiet:
         import shutil
 
-        tty = sys.stdout.isatty()
+        from analyzer.color import use_color
+
+        tty = use_color(color, sys.stdout)
         width = shutil.get_terminal_size((120, 24)).columns
         sys.stdout.write(render_terminal(s, color=tty, width=width))
     elif warnings:
@@ -148,6 +164,34 @@ def _finish(
             typer.echo(f"mcore-diagnose triage: warning: {w}", err=True)
     if output is not None and not quiet:
         typer.echo(f"wrote {output} ({df.height} jobs)", err=True)
+
+
+def _use_patterns(patterns: list[Path]) -> None:
+    """Check the extra patterns once here, then hand them to the workers (which load the
+    catalog themselves) through ``MCORE_DIAGNOSE_PATTERNS``."""
+    from analyzer.catalog import ENV_VAR, CatalogError, load_catalog
+
+    try:
+        load_catalog(patterns)
+    except CatalogError as exc:
+        _usage(f"cannot load patterns: {exc}")
+    extra = [str(p.resolve()) for p in patterns]
+    if os.environ.get(ENV_VAR):
+        extra.append(os.environ[ENV_VAR])
+    os.environ[ENV_VAR] = os.pathsep.join(extra)
+
+
+def _job_line(row: dict[str, Any]) -> str:
+    """``path: status category rank=R node=N`` (and the note) for --verbose."""
+    parts = [f"{row['path']}: {row.get('status') or '?'}"]
+    if row.get("category"):
+        parts.append(str(row["category"]))
+    for key in ("rank", "node"):
+        if row.get(key) is not None:
+            parts.append(f"{key}={row[key]}")
+    if row.get("note"):
+        parts.append(f"({' '.join(str(row['note']).split())[:200]})")
+    return " ".join(parts)
 
 
 class _Progress:
@@ -219,6 +263,21 @@ def run_cmd(
     ] = 12,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,
+    patterns: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--patterns",
+            "-p",
+            metavar="PATH",
+            help="Extra pattern file or directory (repeatable); also MCORE_DIAGNOSE_PATTERNS.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", "-v", help="Print one line per job on stderr as it ends."),
+    ] = False,
+    color: ColorOpt = ColorChoice.auto,
     quiet: QuietOpt = False,
 ) -> None:
     """Find job directories under ROOTs, diagnose them in parallel, summarise (the default).
@@ -242,6 +301,8 @@ def run_cmd(
     if timeout < 0:
         _usage("--timeout must be 0 or more")
     baseline_df = _load_baseline(baseline)
+    if patterns:
+        _use_patterns(patterns)
     roots = list(roots or [])
     if not roots and jobs_from is None:
         _usage("give one or more ROOT directories, or --jobs-from FILE")
@@ -299,7 +360,10 @@ def run_cmd(
         max_memory=mem,
         progress=_Progress(not quiet and sys.stderr.isatty()),
     )
-    _finish(to_frame(rows), output, baseline_df, baseline, summaries, quiet, meta, [])
+    if verbose:
+        for row in rows:
+            typer.echo(_job_line(row), err=True)
+    _finish(to_frame(rows), output, baseline_df, baseline, summaries, quiet, meta, [], color)
     raise typer.Exit(EXIT_OK)
 
 
@@ -316,6 +380,7 @@ def merge_cmd(
     output: OutputOpt = None,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,
+    color: ColorOpt = ColorChoice.auto,
     quiet: QuietOpt = False,
 ) -> None:
     """Combine the parts of a sharded triage into one table and summary.
@@ -341,5 +406,5 @@ def merge_cmd(
         "merged_parts": len(parts),
         "fingerprint_version": FINGERPRINT_VERSION,
     }
-    _finish(df, output, baseline_df, baseline, summaries, quiet, meta, warnings)
+    _finish(df, output, baseline_df, baseline, summaries, quiet, meta, warnings, color)
     raise typer.Exit(EXIT_OK)
