@@ -270,3 +270,25 @@ def test_triage_takes_patterns_and_prints_a_line_per_job_with_verbose(tmp_path: 
     (pats / "bad.toml").write_text("[[pattern]]\nid = 'x'\n")
     r = run("triage", str(root), "-p", str(pats), "-q")
     assert r.returncode == 64 and "cannot load patterns" in r.stderr
+
+
+def test_triage_table_has_a_datetime_time_and_the_jobs_shape(tmp_path: Path) -> None:
+    import shutil
+
+    import polars as pl
+
+    from analyzer.triage.summary import read_table
+
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "sample_logs" / "real" / "exception-cascade", root / "job")
+    pq, csv = tmp_path / "t.parquet", tmp_path / "t.csv"
+    assert run("triage", str(root), "-j", "1", "-q", "-o", str(pq)).returncode == 0
+    df = pl.read_parquet(pq)
+    assert isinstance(df.schema["time"], pl.Datetime)
+    row = df.row(0, named=True)
+    assert (row["world_size"], row["tp"], row["pp"], row["dp"]) == (4, 1, 1, 4)
+    assert row["phase"] == "training" and row["fix"]
+    assert run("triage", str(root), "-j", "1", "-q", "-o", str(csv)).returncode == 0
+    text = csv.read_text().splitlines()
+    assert ISO.match(text[1].split(",")[text[0].split(",").index("time")])
+    assert read_table(csv).equals(read_table(pq))

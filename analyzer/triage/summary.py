@@ -78,20 +78,30 @@ def table_format(path: Path) -> str:
 
 def write_table(df: pl.DataFrame, path: Path, meta: dict[str, Any] | None = None) -> None:
     """Write the triage table (format from the suffix; parquet carries ``meta``)."""
+    import polars as pl
+
+    from analyzer.timefmt import POLARS_FORMAT
+
     fmt = table_format(path)
     if fmt == "parquet":
         df.write_parquet(path, metadata={META_KEY: json.dumps(meta or {}, sort_keys=True)})
-    elif fmt == "csv":
-        df.write_csv(path)
+        return
+    flat = df.with_columns(
+        pl.col(c).dt.to_string(POLARS_FORMAT)
+        for c, t in df.schema.items()
+        if isinstance(t, pl.Datetime)
+    )
+    if fmt == "csv":
+        flat.write_csv(path)
     else:
-        path.write_text(json.dumps(df.to_dicts(), indent=1, default=str) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(flat.to_dicts(), indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def read_table(path: Path) -> pl.DataFrame:
     """Read a triage table (parquet, CSV or JSON) into the canonical schema."""
     import polars as pl
 
-    from analyzer.triage.run import COLUMNS
+    from analyzer.triage.run import polars_schema
 
     fmt = table_format(path)
     try:
@@ -111,18 +121,28 @@ def read_table(path: Path) -> pl.DataFrame:
     missing = [c for c in ("path", "status", "fingerprint") if c not in df.columns]
     if missing and df.height:
         raise TableError(f"{path}: not a triage table (no column {', '.join(missing)})")
-    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
+    schema = polars_schema()
     cols = []
-    for c, t in COLUMNS.items():
-        if c in df.columns:
-            cols.append(pl.col(c).cast(types[t], strict=False))
+    for c, t in schema.items():
+        if c not in df.columns:
+            cols.append(pl.lit(None, dtype=t).alias(c))
+        elif isinstance(t, pl.Datetime) and not isinstance(df.schema[c], pl.Datetime):
+            # CSV/JSON, or a table written before time was a datetime: any ISO 8601 form
+            cols.append(_parse_times(df[c]).alias(c))
         else:
-            cols.append(pl.lit(None, dtype=types[t]).alias(c))
-    return (
-        df.select(cols)
-        if df.width
-        else pl.DataFrame(schema={c: types[t] for c, t in COLUMNS.items()})
-    )
+            cols.append(pl.col(c).cast(t, strict=False))
+    return df.select(cols) if df.width else pl.DataFrame(schema=schema)
+
+
+def _parse_times(col: pl.Series) -> pl.Series:
+    """ISO 8601 strings (``T`` or space, any fraction, an offset dropped) -> naive datetimes."""
+    import polars as pl
+
+    from analyzer.timestamps import parse_iso
+
+    stamps = [parse_iso(v) if isinstance(v, str) else None for v in col.cast(pl.Utf8).to_list()]
+    values = [s.to_datetime(1970) if s is not None else None for s in stamps]
+    return pl.Series(col.name, values, dtype=pl.Datetime("us"))
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -173,10 +193,9 @@ def merge_tables(paths: list[Path]) -> tuple[pl.DataFrame, list[str]]:
 def read_table_empty() -> pl.DataFrame:
     import polars as pl
 
-    from analyzer.triage.run import COLUMNS
+    from analyzer.triage.run import polars_schema
 
-    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
-    return pl.DataFrame(schema={c: types[t] for c, t in COLUMNS.items()})
+    return pl.DataFrame(schema=polars_schema())
 
 
 # ------------------------------------------------------------------------------------------
