@@ -176,6 +176,7 @@ ALLOWED_TAGS = {
     "ul",
     "li",
     "b",
+    "code",
     "footer",
 }
 ALLOWED_ATTRS = {"class", "title", "style", "lang", "charset", "http-equiv", "content", "name"}

@@ -37,6 +37,8 @@ overflow:hidden}
 font-weight:700;margin:0 0 2px}
 h1{font-size:22px;margin:0 0 10px;line-height:1.25}
 h1 .cat{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em;
+background:#f0f2f4;padding:0 .25em;border-radius:3px}
 h1 .title{font-weight:400;color:#3b4652}
 h2{font-size:15px;margin:22px 0 8px;padding-bottom:4px;border-bottom:1px solid #e3e7eb}
 section{padding:0 22px}
@@ -79,6 +81,15 @@ def e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def prose(text: object) -> str:
+    """Escaped running text whose ``code`` spans become ``<code>`` elements."""
+    from analyzer.report.safe import code_spans
+
+    return "".join(
+        f"<code>{e(part)}</code>" if is_code else e(part) for is_code, part in code_spans(str(text))
+    )
+
+
 def _kv(rows: list[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<table class="kv">{body}</table>'
@@ -90,13 +101,13 @@ def _verdict(m: ReportModel) -> str:
     if m.status != "ok":
         who = e(m.who)
         if m.rank_note:
-            who += f'<div class="note">{e(m.rank_note)}</div>'
+            who += f'<div class="note">{prose(m.rank_note)}</div>'
         rows.append(("First failing", who))
         if m.time:
             rows.append(("Time", e(m.time)))
-    rows.append(("Cause", e(m.cause)))
+    rows.append(("Cause", prose(m.cause)))
     if m.fix:
-        rows.append(("Fix", e(m.fix)))
+        rows.append(("Fix", prose(m.fix)))
     conf = f"{m.confidence:.2f}"
     if m.pattern_id:
         conf += f' <span class="note">pattern {e(m.pattern_id)}</span>'
@@ -196,13 +207,14 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
     if m.attempts:
         items = "".join(
             f"<li>attempt {a.attempt}: <b>{e(a.category)}</b> (rank {e(a.rank)}, "
-            f"{a.confidence:.2f}): {e(a.cause)}</li>"
+            f"{a.confidence:.2f}): {prose(a.cause)}</li>"
             for a in m.attempts
         )
         parts.append(f"<section><h2>Per-attempt verdicts</h2><ul>{items}</ul></section>")
     if m.alternatives:
         items = "".join(
-            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): {e(a.cause)}</li>"
+            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): "
+            f"{prose(a.cause)}</li>"
             for a in m.alternatives[:3]
         )
         parts.append(f"<section><h2>Also considered</h2><ul>{items}</ul></section>")

@@ -1,0 +1,59 @@
+"""Reports read as prose: code spans rendered as code, no empty Markdown header rows, no
+alternative that repeats the verdict."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzer import analyze
+from analyzer.report import render
+from analyzer.report.markdown import prose as md_prose
+from analyzer.report.safe import code_spans
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted(p for p in (ROOT / "sample_logs").glob("*/*") if (p / "expected.toml").is_file())
+
+
+def test_code_spans() -> None:
+    assert code_spans("run `uv sync` first") == [(False, "run "), (True, "uv sync"),
+                                                 (False, " first")]
+    assert code_spans("a lone ` tick") == [(False, "a lone ` tick")]
+    assert md_prose("run `uv sync` before `a_b`") == "run `uv sync` before `a_b`"
+    assert md_prose("x_y and `<b>`") == "x\\_y and `<b>`"
+
+
+@pytest.fixture(scope="module")
+def analyses() -> list:
+    return [analyze(s, workers=1) for s in SAMPLES]
+
+
+def _html_text_outside_pre(page: str) -> str:
+    body = page.split("<body", 1)[1]
+    body = re.sub(r"<pre[^>]*>.*?</pre>", "", body, flags=re.S)
+    body = re.sub(r"<code>.*?</code>", "", body, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", body)
+
+
+def test_no_literal_backticks_in_html_prose(analyses: list) -> None:
+    bad = [a.paths[0].name for a in analyses if "`" in _html_text_outside_pre(render(a, "html"))]
+    assert not bad
+
+
+def test_markdown_tables_have_a_header_and_code_is_not_escaped(analyses: list) -> None:
+    for a in analyses:
+        text = render(a, "markdown")
+        assert "| | |" not in text
+        heads = ("| **Cause**", "| **Fix**")
+        prose_lines = [ln for ln in text.splitlines() if ln.startswith(heads)]
+        assert prose_lines and not any("\\`" in ln for ln in prose_lines), a.paths[0].name
+
+
+def test_also_considered_never_repeats_the_verdict(analyses: list) -> None:
+    from analyzer.report.model import build_model
+
+    for a in analyses:
+        m = build_model(a)
+        assert all(x.category != m.category for x in m.alternatives), a.paths[0].name
