@@ -80,18 +80,55 @@ class PatternMatch:
     fields: dict[str, str]
 
 
+_NOUNS = {"node": "the node", "host": "the host", "gpu": "the GPU", "hca": "the HCA",
+          "port": "the port", "path": "the file"}
+"""What an unknown field reads as where its clause cannot be left out ("Drain the node")."""
+
+
 class _Blank(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
-    """Fill ``{field}`` placeholders; unknown or empty fields render as ``?``."""
+    """Fill ``{field}`` placeholders. A clause that only holds an unknown field is left out
+    (``query groups ({value})``, ``, HCA {hca}``, ``on {node}``); an unknown node, host, GPU,
+    HCA, port or path reads "the node" etc.; other unknown fields render as ``?`` (the
+    reasoner rewords ``Rank ?`` as "a rank")."""
     clean = _Blank({k: v for k, v in values.items() if v is not None and v != ""})
+    template = _drop_unknown_clauses(template, clean)
     try:
         return string.Formatter().vformat(template, (), clean)
     except (ValueError, IndexError, KeyError, AttributeError):
         return template
+
+
+_PLACEHOLDER = regex.compile(r"\{(\w+)\}")
+
+
+def _drop_unknown_clauses(template: str, known: Mapping[str, Any]) -> str:
+    for name in dict.fromkeys(_PLACEHOLDER.findall(template)):
+        if name in known:
+            continue
+        f = regex.escape("{" + name + "}")
+        for rx in (
+            rf" ?\({f}\)",  # "query groups ({value})"
+            rf",\s*[A-Za-z][\w .-]{{0,24}}?\s*{f}(?=\s*[,;)])",  # "(..., HCA {hca})"
+            rf"\s+(?:on|at|in|from|of|for|with|via)\s+{f}(?=[\s.,;:)]|$)",  # "Task 1 on {node}"
+            rf"(?<=\}}) {f}",  # "status {status} {status_name}": a qualifier of a known value
+        ):
+            template, n = regex.subn(rx, "", template, count=1)
+            if n:
+                break
+        else:
+            noun = _NOUNS.get(name)
+            # "Drain {node}" -> "Drain the node"; "lost node {node}" stays for the reasoner
+            if noun:
+                template = regex.sub(
+                    rf"(?<!\b{regex.escape(noun.split()[-1])} ){f}", noun, template,
+                    flags=regex.IGNORECASE,
+                )
+    return template
 
 
 @dataclass

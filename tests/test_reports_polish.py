@@ -57,3 +57,27 @@ def test_also_considered_never_repeats_the_verdict(analyses: list) -> None:
     for a in analyses:
         m = build_model(a)
         assert all(x.category != m.category for x in m.alternatives), a.paths[0].name
+
+
+def test_render_leaves_out_clauses_of_unknown_fields() -> None:
+    from analyzer.catalog import render as fill
+
+    assert fill("heads ({heads}) or groups ({value}) over TP={tp}.", {"heads": 6, "tp": 4}) == (
+        "heads (6) or groups over TP=4.")
+    assert fill("Task {task} on {node} was killed.", {"task": 1}) == "Task 1 was killed."
+    assert fill("(status {status} {name}, error {err}, HCA {hca}).", {"status": 12, "err": 9}) == (
+        "(status 12, error 9).")
+    assert fill("Rank {rank} raised.", {}) == "Rank ? raised."  # the reasoner rewords it
+    assert fill("Drain {node}, then resubmit.", {}) == "Drain the node, then resubmit."
+    assert fill("Slurm lost node {node}.", {}) == "Slurm lost node ?."  # -> "a node"
+
+
+def test_no_question_mark_in_the_prose_of_any_sample(analyses: list) -> None:
+    bad = []
+    for a in analyses:
+        d = a.diagnosis
+        for v in [d.verdict, *d.alternatives, *d.attempts]:
+            for text in (v.cause, v.fix):
+                if re.search(r"(^|[\s(=])\?([\s,.)]|$)", text or ""):
+                    bad.append(f"{a.paths[0].name}: {text[:120]}")
+    assert not bad, bad
