@@ -379,7 +379,7 @@ def test_grid_of_1024_ranks_shows_the_one_culprit_at_a_glance(tmp_path: Path) ->
     assert page.count('title="rank ') == 1024
     assert 'title="rank 517 · node 64 · cuda_oom (first failing rank)' in page
     assert page.count('<div class="node"') == 128
-    assert len(page) < 400_000
+    assert len(page) < 100_000, "mail clients clip HTML over about 100 KB"
 
 
 def test_small_jobs_get_one_row_per_node(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ its letter, so the grid still reads when colours are lost.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
-from analyzer.report.grid import Grid
+from analyzer.report.grid import KIND_LABEL, Grid
 from analyzer.report.model import EvidenceView, ReportModel, build_model
 from analyzer.report.safe import shorten
 
@@ -62,7 +63,7 @@ ul.sym{margin:0;padding-left:20px}
 .node .nl{display:block;font:10px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 color:#5f6b77;max-width:120px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
 .cells{display:block;max-width:112px;line-height:0}
-.c{display:inline-block;width:12px;height:12px;margin:0 1px 1px 0;border-radius:2px;
+.c,.cells>span{display:inline-block;width:12px;height:12px;margin:0 1px 1px 0;border-radius:2px;
 font:bold 9px/12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;text-align:center;
 vertical-align:top}
 .legend{margin-top:6px;font-size:12px;color:#3b4652}
@@ -152,12 +153,30 @@ def _grid_style(g: Grid) -> str:
     )
 
 
+def _short_tooltip(c: Any, day: str | None) -> str:
+    """The cell's tooltip without what its row already says (the node) and, for symptom and
+    quiet ranks, without the day every event shares: a 1,024-rank page stays under 100 KB,
+    the size at which mail clients start to clip."""
+    if c.kind not in ("none", "symptom"):
+        return str(c.tooltip)
+    parts = [f"rank {c.rank}"]
+    # a symptom's letter is lower-case and the legend says so: the category is enough
+    parts.append(KIND_LABEL["none"] if c.kind == "none" else str(c.category))
+    if c.time:
+        parts.append(c.time[len(day) + 1 :] if day and c.time.startswith(day + " ") else c.time)
+    return " · ".join(parts)
+
+
 def _grid(g: Grid) -> str:
     by_val = {(k.kind, k.category): i for i, k in enumerate(g.keys)}
+    days = Counter(c.time.split(" ", 1)[0] for c in g.cells if c.time)
+    day = days.most_common(1)[0][0] if days else None
     nodes = []
     for n in g.nodes:
         cells = "".join(
-            _cell(c.mark, f"k{by_val[(c.key.kind, c.key.category)]}", c.tooltip) for c in n.cells
+            f'<span class="k{by_val[(c.key.kind, c.key.category)]}" '
+            f'title="{e(_short_tooltip(c, day))}">{e(c.mark)}</span>'
+            for c in n.cells
         )
         nodes.append(
             f'<div class="node" title="node {e(n.label)} ({len(n.cells)} ranks)">'
@@ -172,7 +191,7 @@ def _grid(g: Grid) -> str:
         f'<p class="summary">{e(g.summary)}</p><div class="grid">{"".join(nodes)}</div>'
         f'<div class="legend">{legend}</div>'
         '<p class="note">One cell per rank, grouped by node, marked by the rank\'s first event; '
-        "hover a cell for its rank, node, event and time.</p>"
+        "hover a cell for its rank, event and time.</p>"
     )
 
 
