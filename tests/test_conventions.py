@@ -292,3 +292,14 @@ def test_triage_table_has_a_datetime_time_and_the_jobs_shape(tmp_path: Path) -> 
     text = csv.read_text().splitlines()
     assert ISO.match(text[1].split(",")[text[0].split(",").index("time")])
     assert read_table(csv).equals(read_table(pq))
+
+
+def test_triage_html_summary_links_example_jobs(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "sample_logs" / "real" / "exception-cascade", root / "job")
+    page = tmp_path / "s.html"
+    assert run("triage", str(root), "-j", "1", "-q", "--summary", str(page)).returncode == 0
+    html = page.read_text()
+    assert f'<a href="{(root / "job").resolve().as_uri()}"' in html

@@ -220,6 +220,7 @@ def _by_fingerprint(df: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
             pl.col("pattern_id").first(),
             pl.col("cause").first(),
             pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("path").head(EXAMPLES).alias("example_paths"),
             *extra,
         )
         .sort(["jobs", "fingerprint"], descending=[True, False])
@@ -251,6 +252,7 @@ def summarize(
         .agg(
             pl.col("path").n_unique().alias("jobs"),
             pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("path").head(EXAMPLES).alias("example_paths"),
             pl.col("category").unique(maintain_order=True).alias("categories"),
             pl.col("fingerprint").n_unique().alias("fingerprints"),
         )
@@ -521,6 +523,22 @@ def _h(text: Any) -> str:
     return html.escape(str(text if text is not None else ""), quote=True)
 
 
+def _job_links(r: dict[str, Any]) -> str:
+    """Example job ids linked to their directories (``file://`` links: open them in the
+    browser, or copy the path)."""
+    from pathlib import Path
+
+    links = []
+    paths = r.get("example_paths") or []
+    for i, job in enumerate(r["examples"]):
+        path = paths[i] if i < len(paths) else None
+        if isinstance(path, str) and path.startswith("/"):
+            links.append(f'<a href="{_h(Path(path).as_uri())}" title="{_h(path)}">{_h(job)}</a>')
+        else:
+            links.append(_h(job))
+    return ", ".join(links)
+
+
 def render_html(s: Summary) -> str:
     """The summary as one self-contained HTML page (no scripts, no external resources)."""
     new_col = s.baseline is not None
@@ -543,7 +561,7 @@ def render_html(s: Summary) -> str:
             p.append(
                 f'<tr><td class="n">{r["jobs"]}</td><td>{_h(r["category"])}</td>'
                 f"<td>{_h(r['pattern_id'])}</td><td>{_h(r['cause'])}</td>"
-                f"<td>{_h(', '.join(r['examples']))}</td><td><code>{_h(r['fingerprint'])}"
+                f"<td>{_job_links(r)}</td><td><code>{_h(r['fingerprint'])}"
                 "</code></td>"
                 + (f'<td class="new">{"new" if r.get("new") else ""}</td>' if new_col else "")
                 + "</tr>"
@@ -564,7 +582,7 @@ def render_html(s: Summary) -> str:
             p.append(
                 f'<tr><td>{_h(r["node"])}</td><td class="n">{r["jobs"]}</td>'
                 f"<td>{_h(', '.join(c for c in r['categories'] if c))}</td>"
-                f"<td>{_h(', '.join(r['examples']))}</td></tr>"
+                f"<td>{_job_links(r)}</td></tr>"
             )
         p.append("</table>")
     else:
