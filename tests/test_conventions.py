@@ -303,3 +303,15 @@ def test_triage_html_summary_links_example_jobs(tmp_path: Path) -> None:
     assert run("triage", str(root), "-j", "1", "-q", "--summary", str(page)).returncode == 0
     html = page.read_text()
     assert f'<a href="{(root / "job").resolve().as_uri()}"' in html
+
+
+def test_triage_names_nodes_by_host_when_the_logs_tell_them_apart() -> None:
+    from types import SimpleNamespace
+
+    from analyzer.triage.run import _node_label
+
+    v = SimpleNamespace(node="1", node_index=1)
+    assert _node_label(v, {0: "gpu-a", 1: "gpu-b"}) == "gpu-b"
+    assert _node_label(v, {0: "node001", 1: "node001"}) == "1"  # not told apart: keep the index
+    assert _node_label(SimpleNamespace(node="gpu-c", node_index=2), {}) == "gpu-c"
+    assert _node_label(SimpleNamespace(node=None, node_index=None), {0: "a"}) is None

@@ -106,6 +106,17 @@ def problem_row(job: Job, status: str, note: str) -> dict[str, Any]:
     return row
 
 
+def _node_label(v: Any, hosts: dict[int, str]) -> str | None:
+    """The verdict's node as a host name when the logs give one for its index (and the host
+    names tell the nodes apart), else as the verdict names it."""
+    if v.node is None:
+        return None
+    node = str(v.node)
+    if node.isdigit() and v.node_index is not None and len(set(hosts.values())) == len(hosts):
+        return hosts.get(v.node_index, node)
+    return node
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -161,7 +172,7 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
         category=v.category,
         pattern_id=v.pattern_id,
         rank=v.rank,
-        node=str(v.node) if v.node is not None else None,
+        node=_node_label(v, a.attributed.geometry.task_hosts),
         time=v.time.replace(tzinfo=None) if v.time is not None else None,
         cause=v.cause,
         fix=v.fix or None,
