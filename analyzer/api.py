@@ -16,7 +16,7 @@ from analyzer.discover import Discovery, discover
 from analyzer.events import build_rows, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.read import ReadResult, read_job
-from analyzer.reason import diagnose_rows
+from analyzer.reason import ReadSummary, diagnose_rows
 from analyzer.verdict import Diagnosis
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Analysis:
     @cached_property
     def events(self) -> pl.DataFrame:
         """The rank × event table (one row per matched line or traceback)."""
-        return to_frame(self.rows)
+        return to_frame(self.rows, self.catalog.capture_types())
 
     def by_rank(self) -> pl.DataFrame:
         """One row per rank of the world (ranks without events included, with zero counts):
@@ -58,17 +58,22 @@ class Analysis:
     @cached_property
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
-        d = diagnose_rows([dict(r) for r in self.rows], self.facts, self.attributed.geometry)
-        d.problems = self.read.problems + [
-            f"pattern {p.id}: {p.disabled_reason}"
-            for p in self.catalog.patterns
-            if p.disabled_reason
-        ]
-        d.files = len(self.read.scans)
-        d.bytes_read = sum(s.bytes_read for s in self.read.scans)
-        if d.status == "ok" and not self.read.readable:
-            d.status = "unknown"
-        return d
+        return diagnose_rows(
+            [dict(r) for r in self.rows],
+            self.facts,
+            self.attributed.geometry,
+            ReadSummary(
+                problems=self.read.problems
+                + [
+                    f"pattern {p.id}: {p.disabled_reason}"
+                    for p in self.catalog.patterns
+                    if p.disabled_reason
+                ],
+                files=len(self.read.scans),
+                bytes_read=sum(s.bytes_read for s in self.read.scans),
+                readable=self.read.readable,
+            ),
+        )
 
     @property
     def discovery(self) -> Discovery:
@@ -161,7 +166,8 @@ def analyze(
     cat = catalog or load_catalog(list(patterns))
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)
-    att = attribute(rr.scans)
+    att = attribute(rr.scans, cat)
     rows = build_rows(att)
     facts = collect_facts(rows)
+    att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
     return Analysis(plist, rr, att, rows, facts, cat)

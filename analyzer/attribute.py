@@ -14,16 +14,48 @@ from datetime import datetime
 
 import regex
 
-from analyzer.scan import FileScan, RawEvent
+from analyzer.catalog import Catalog, Pattern
+from analyzer.scan import TRACEBACK_PATTERN, FileScan, RawEvent
 
-_CF_HOST = regex.compile(r"^\s*host\s*:\s*(?P<host>\S+)")
-_CF_RANK = regex.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<lr>\d+)\)")
-_CF_EXIT = regex.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
-_CF_TIME = regex.compile(r"^\s*time\s*:\s*(?P<t>\S+)")
-_SRUN_TASKS = regex.compile(r"srun: error: (?P<host>[\w.\[\],-]+): tasks? (?P<spec>[\d,-]+): ")
-"""srun's task-exit line: which hosts and task ids (one task per node = node indices)."""
-_CF_PREFIX = "torchelastic.childfailed."
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
+
+
+class Roles:
+    """Read an event's captures by their declared role and its pattern's tags."""
+
+    def __init__(self, catalog: Catalog | None) -> None:
+        self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
+        self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
+
+    def tags(self, ev: RawEvent) -> frozenset[str]:
+        """The tags of the event's pattern."""
+        p = self._by_id.get(ev.pattern_id)
+        return p.tags if p else frozenset()
+
+    def get(self, ev: RawEvent, role: str) -> str | None:
+        """The captured value with this role, or None."""
+        p = self._by_id.get(ev.pattern_id)
+        name = p.by_role(role) if p else None
+        value = ev.fields.get(name) if name else None
+        return value or None
+
+    def int(self, ev: RawEvent, role: str) -> int | None:
+        """The captured value with this role as an integer, or None."""
+        v = self.get(ev, role)
+        try:
+            return int(v) if v is not None else None
+        except ValueError:
+            return None
+
+
+def task_ids(spec: str) -> list[int]:
+    """srun task ids from ``3``, ``0,2-3`` or ``[0-1]``."""
+    out: list[int] = []
+    for part in spec.strip("[]").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 def short_host(host: str | None) -> str | None:
@@ -42,6 +74,31 @@ class Geometry:
     world_size: int | None = None
     task_hosts: dict[int, str] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+    task_is_rank: bool = False
+    """One srun task per GPU (no torchrun): an srun task id is the global rank, not a node."""
+    distinct_hosts: bool = True
+    """Host names tell nodes apart (one host per node index, no host on two indices)."""
+
+    def node_label(self, host: str | None, node_index: int | None) -> str | None:
+        """What every view calls a node: its host name when hosts tell nodes apart, else its
+        index (a test box standing in for several nodes, or torchrun's FQDN ``localhost``)."""
+        if host and (self.distinct_hosts or node_index is None):
+            return host
+        if node_index is not None:
+            return str(node_index)
+        return host
+
+    def resolve(self, facts_world_size: object, facts_nproc: object) -> None:
+        """Settle world size, processes per node and node count once, from geometry and the
+        job's facts; every later stage reads these fields instead of recomputing them."""
+        if isinstance(facts_world_size, int) and facts_world_size > 0:
+            self.world_size = facts_world_size
+        if not self.nproc_per_node and isinstance(facts_nproc, int) and facts_nproc > 0:
+            self.nproc_per_node = facts_nproc
+        if not self.world_size and self.nproc_per_node and self.nnodes:
+            self.world_size = self.nproc_per_node * self.nnodes
+        if self.world_size and self.nproc_per_node and not self.nnodes:
+            self.nnodes = max(1, self.world_size // self.nproc_per_node)
 
 
 @dataclass
@@ -61,42 +118,39 @@ class ChildFailure:
     events: list[RawEvent] = field(default_factory=list)
 
 
-def child_failures(scans: list[FileScan]) -> list[ChildFailure]:
-    """Reassemble torchrun's ChildFailedError blocks from their field lines."""
+def child_failures(scans: list[FileScan], roles: Roles) -> list[ChildFailure]:
+    """Reassemble torchrun's ChildFailedError blocks from their tagged field lines."""
     out: list[ChildFailure] = []
     for sc in scans:
         cur: ChildFailure | None = None
         root_next = False
         for ev in sc.events:
-            if not ev.pattern_id.startswith(_CF_PREFIX):
-                continue
-            part = ev.pattern_id[len(_CF_PREFIX) :]
-            msg = ev.message
-            if part.startswith("rootcause"):
+            tags = roles.tags(ev)
+            if "childfailed-rootcause" in tags:
                 root_next = True
                 continue
-            if part.startswith("header"):
+            if "childfailed-header" in tags:
                 root_next = False
                 cur = None
                 continue
-            if part.startswith("time") or cur is None or ev.line - cur.line > 10:
+            if "childfailed-field" not in tags:
+                continue
+            if "childfailed-start" in tags or cur is None or ev.line - cur.line > 10:
                 cur = ChildFailure(ev.file, ev.line, is_root=root_next, task=ev.task)
                 root_next = False
                 out.append(cur)
             cur.events.append(ev)
-            if m := _CF_TIME.match(msg):
-                cur.time = m["t"]
-            if m := _CF_HOST.match(msg):
-                cur.host = m["host"]
-            if m := _CF_RANK.match(msg):
-                cur.rank, cur.local_rank = int(m["rank"]), int(m["lr"])
-            if m := _CF_EXIT.match(msg):
-                cur.exitcode = int(m["code"])
-                cur.pid = int(m["pid"]) if m["pid"] else None
+            cur.time = roles.get(ev, "time") or cur.time
+            cur.host = roles.get(ev, "host") or cur.host
+            if (rank := roles.int(ev, "global_rank")) is not None:
+                cur.rank, cur.local_rank = rank, roles.int(ev, "local_rank")
+            if (code := roles.int(ev, "exit_code")) is not None:
+                cur.exitcode = code
+                cur.pid = roles.int(ev, "pid")
     return out
 
 
-def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
+def _geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> Geometry:
     g = Geometry()
     votes: Counter[int] = Counter()
     tasks: set[int] = set()
@@ -109,19 +163,17 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
                 d, r = divmod(ev.rank - ev.local_rank, ev.task)
                 if r == 0 and d > 0:
                     votes[d] += 1
-            ws = ev.fields.get("world_size")
+            ws = roles.get(ev, "world_size")
             if ws is None and ev.fields.get("arg") == "world_size":
-                ws = ev.fields.get("value")
+                ws = ev.fields.get("value")  # Megatron's argument block: "world_size .... 16"
             if ws and ws.isdigit():
                 world[int(ws)] += 1
-            if m := _SRUN_TASKS.search(ev.message):
-                spec = m["spec"]
-                if spec.isdigit() and "[" not in m["host"] and "," not in m["host"]:
-                    g.task_hosts.setdefault(int(spec), m["host"])
-                for part in spec.split(","):
-                    lo, _, hi = part.partition("-")
-                    if lo.isdigit():
-                        tasks.update(range(int(lo), int(hi or lo) + 1))
+            if spec := roles.get(ev, "task"):  # srun's task lines: which tasks ran where
+                host = roles.get(ev, "host") or ""
+                ids = task_ids(spec)
+                if spec.isdigit() and host and not any(c in host for c in "[],"):
+                    g.task_hosts.setdefault(int(spec), host)
+                tasks.update(ids)
     for cf in failures:
         if cf.rank is not None and cf.local_rank is not None and cf.task:
             d, r = divmod(cf.rank - cf.local_rank, cf.task)
@@ -129,6 +181,10 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
                 votes[d] += 1
     if world:
         g.world_size = world.most_common(1)[0][0]
+    if _one_task_per_rank(scans, votes):
+        g.task_is_rank = True
+        g.evidence.append("srun task ids are global ranks (one srun task per GPU, no torchrun)")
+        return g
     tasks |= set(g.task_hosts)
     if tasks:
         g.nnodes = max(tasks) + 1
@@ -144,6 +200,22 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure]) -> Geometry:
     if g.nproc_per_node and g.world_size and not g.nnodes:
         g.nnodes = max(1, g.world_size // g.nproc_per_node)
     return g
+
+
+def _one_task_per_rank(scans: list[FileScan], votes: Counter[int]) -> bool:
+    """One srun task per GPU: lines that carry both an srun label and a ``[rankN]`` prefix show
+    task id = rank on at least two tasks, and never differ. (Several tasks on one host are not
+    enough: a test box standing in for several nodes looks the same.)"""
+    if votes:
+        return False
+    same: set[int] = set()
+    for sc in scans:
+        for ev in sc.events:
+            if ev.task is not None and ev.rank is not None:
+                if ev.task != ev.rank:
+                    return False
+                same.add(ev.task)
+    return len(same) >= 2
 
 
 def job_year(scans: list[FileScan]) -> int:
@@ -170,21 +242,27 @@ class Attributed:
     geometry: Geometry
     failures: list[ChildFailure]
     year: int
+    roles: Roles = field(default_factory=lambda: Roles(None))
 
 
-def attribute(scans: list[FileScan]) -> Attributed:
-    """Resolve node, global rank and time for every event of the job."""
-    failures = child_failures(scans)
-    geo = _geometry(scans, failures)
+def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attributed:
+    """Resolve node, global rank and time for every event of the job.
+
+    Captures are read by the role the catalog declares for them (``global_rank``, ``pid``,
+    ``host`` ...), never by their name or by re-parsing the message.
+    """
+    roles = Roles(catalog)
+    failures = child_failures(scans, roles)
+    geo = _geometry(scans, failures, roles)
     year = job_year(scans)
     # Worker pids: torchrun names them with their local rank; NCCL prints them in its prefix.
     pid_local: dict[int, int] = {}
     pid_rank: dict[int, int] = {}
     for sc in scans:
         for ev in sc.events:
-            p, lr = ev.fields.get("pid", ""), ev.fields.get("local_rank", "")
-            if p.isdigit() and lr.isdigit():
-                pid_local[int(p)] = int(lr)
+            p, lr = roles.int(ev, "pid"), roles.int(ev, "local_rank")
+            if p is not None and lr is not None:
+                pid_local[p] = lr
     for cf in failures:
         if cf.pid is not None and cf.rank is not None:
             pid_rank[cf.pid] = cf.rank
@@ -204,30 +282,34 @@ def attribute(scans: list[FileScan]) -> Attributed:
                 file_rank = ranks.pop()
         for ev in sc.events:
             rank = ev.rank if ev.rank is not None else file_rank
-            if rank is None and (g := ev.fields.get("global_rank", "")).isdigit():
-                rank = int(g)
+            if rank is None:
+                rank = roles.int(ev, "global_rank")
             local_rank = ev.local_rank
-            if local_rank is None and (lr := ev.fields.get("local_rank", "")).isdigit():
-                local_rank = int(lr)
-            wpid = ev.fields.get("pid", "")
-            if rank is None and wpid.isdigit() and int(wpid) in pid_rank:
-                rank = pid_rank[int(wpid)]  # e.g. "Sending process P closing signal SIGTERM"
+            if local_rank is None:
+                local_rank = roles.int(ev, "local_rank")
+            wpid = roles.int(ev, "pid")
+            if rank is None and wpid is not None and wpid in pid_rank:
+                rank = pid_rank[wpid]  # e.g. "Sending process P closing signal SIGTERM"
             if ev.nccl_pid is not None:
                 if rank is None:
                     rank = pid_rank.get(ev.nccl_pid)
                 if local_rank is None:
                     local_rank = pid_local.get(ev.nccl_pid)
             node_index = ev.task
-            host = ev.nccl_host or sc.file.node_hint
-            cf = cf_of.get(id(ev))
-            if cf is not None:
-                rank, local_rank = cf.rank, cf.local_rank
-                host = cf.host or host
+            host = roles.get(ev, "host") or ev.nccl_host or sc.file.node_hint
+            if geo.task_is_rank and ev.task is not None:
+                rank = ev.task if rank is None else rank
+                host = host or geo.task_hosts.get(ev.task)
+                node_index = None
+            block = cf_of.get(id(ev))
+            if block is not None:
+                rank, local_rank = block.rank, block.local_rank
+                host = block.host or host
             n = geo.nproc_per_node
             if rank is None and n and local_rank is not None and node_index is not None:
                 rank = node_index * n + local_rank
             if n and rank is not None:
-                if node_index is None or cf is not None:
+                if node_index is None or block is not None:
                     node_index = rank // n
                 if local_rank is None:
                     local_rank = rank % n
@@ -247,7 +329,25 @@ def attribute(scans: list[FileScan]) -> Attributed:
                     },
                 )
             )
-    return Attributed(out, geo, failures, year)
+    geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
+    for _ev, a in out:
+        a["node"] = geo.node_label(a["host"], a["node_index"])  # type: ignore[arg-type]
+    return Attributed(out, geo, failures, year, roles)
+
+
+def _hosts_tell_nodes_apart(
+    events: list[tuple[RawEvent, dict[str, object]]], geo: Geometry
+) -> bool:
+    pairs: dict[int, set[str]] = {}
+    for _ev, a in events:
+        if a["node_index"] is not None and a["host"]:
+            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
+    for task, host in geo.task_hosts.items():
+        pairs.setdefault(task, set()).add(host)
+    # One host per node index and no host on two indices; a test box standing in for several
+    # nodes, or torchrun's FQDN "localhost", do not tell nodes apart.
+    single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
+    return not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
 
 
 def ranks_by_node(attributed: Attributed) -> dict[int, set[int]]:

@@ -14,7 +14,14 @@ from typing import Any
 
 import regex
 
-from analyzer.categories import CATEGORIES, ROLES
+from analyzer.categories import (
+    CAPTURE_ROLES,
+    CAPTURE_TYPES,
+    CATEGORIES,
+    ROLES,
+    STRUCTURAL_NAMES,
+    TAGS,
+)
 from analyzer.prefixes import split_prefixes
 
 ENV_VAR = "MCORE_DIAGNOSE_PATTERNS"
@@ -22,6 +29,33 @@ USER_TIMEOUT_S = 0.25
 """Time limit for one search of a user-supplied regex."""
 BUILTIN_TIMEOUT_S = 2.0
 _ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
+PATTERN_KEYS: frozenset[str] = frozenset(
+    {
+        "id",
+        "category",
+        "role",
+        "title",
+        "needles",
+        "regex",
+        "version1",
+        "cause",
+        "fix",
+        "versions",
+        "source",
+        "examples",
+        "counter_examples",
+        "tags",
+        "captures",
+    }
+)
+"""Every key a ``[[pattern]]`` table may have; any other key is an error (a typo would
+otherwise drop a test silently)."""
+PLACEHOLDER_NAMES: frozenset[str] = frozenset({"rank", "local_rank", "node", "host"})
+"""Structural names a cause or fix may use besides the pattern's own captures."""
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_SIZE = regex.compile(r"(?i)^\s*([\d.]+)\s*([kmgt]?)(i?)b?\s*$")
+_DURATION = regex.compile(r"(?i)^\s*([\d.]+)\s*(ms|s|sec|seconds?|min|minutes?|h|hours?)?\s*$")
+_DURATION_S = {"ms": 0.001, "s": 1, "sec": 1, "min": 60, "h": 3600}
 
 
 class CatalogError(Exception):
@@ -34,6 +68,46 @@ class Example:
 
     line: str
     fields: Mapping[str, str] = field(default_factory=dict)
+
+
+def convert(kind: str, value: str | None) -> Any:
+    """A captured string as its declared type (None when it does not parse)."""
+    if value is None or kind == "str":
+        return value
+    try:
+        if kind == "int":
+            return int(value.strip())
+        if kind == "float":
+            return float(value.strip())
+        if kind == "size":
+            m = _SIZE.match(value)
+            if not m:
+                return None
+            base = 1024 if m[3] else 1000
+            mult = _SIZE_UNITS[m[2].lower()]
+            power = {1: 0, 1e3: 1, 1e6: 2, 1e9: 3, 1e12: 4}[mult]
+            return float(m[1]) * base**power
+        if kind == "duration":
+            m = _DURATION.match(value)
+            if not m:
+                return None
+            unit = (m[2] or "s").lower()
+            unit = "min" if unit.startswith("min") else unit
+            unit = "h" if unit.startswith("h") else unit
+            unit = "s" if unit.startswith("sec") else unit
+            return float(m[1]) * _DURATION_S[unit]
+    except ValueError:
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """A named group of a pattern's regex: its declared type and role."""
+
+    name: str
+    type: str = "str"
+    role: str | None = None
 
 
 @dataclass
@@ -55,6 +129,15 @@ class Pattern:
     origin: str
     user: bool = False
     disabled_reason: str | None = None
+    tags: frozenset[str] = frozenset()
+    captures: Mapping[str, Capture] = field(default_factory=dict)
+
+    def by_role(self, role: str) -> str | None:
+        """The name of the capture that declares ``role`` (None if none does)."""
+        for c in self.captures.values():
+            if c.role == role:
+                return c.name
+        return None
 
     def search(self, message: str) -> regex.Match[str] | None:
         """Search ``message``; a user pattern that runs out of time is disabled, not fatal."""
@@ -147,6 +230,15 @@ class Catalog:
         self.needles: list[str] = list(needles)
         self.needle_patterns: list[list[int]] = [needles[n] for n in self.needles]
 
+    def capture_types(self) -> dict[str, str]:
+        """Declared type of every capture name in the catalog (``str`` when undeclared)."""
+        out: dict[str, str] = {}
+        for p in self.patterns:
+            for c in p.captures.values():
+                if out.get(c.name, "str") == "str":
+                    out[c.name] = c.type
+        return out
+
     def candidates(self, message: str) -> list[Pattern]:
         """Patterns with a needle in ``message``, in catalog order."""
         idx: set[int] = set()
@@ -229,11 +321,71 @@ def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _parse_captures(raw: Any, rx: regex.Pattern[str], where: str) -> dict[str, Capture]:
+    groups = set(rx.groupindex)
+    shadow = sorted(groups & STRUCTURAL_NAMES)
+    if shadow:
+        raise CatalogError(
+            f"{where}: capture {shadow[0]!r} shadows a structural column (it would be replaced "
+            "by the attributed value); rename it, and give it a role if it names the subject"
+        )
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: 'captures' must be a table of name = type or {{type, role}}")
+    out = {g: Capture(g) for g in groups}
+    for name, decl in raw.items():
+        if name not in groups:
+            raise CatalogError(f"{where}: captures declares {name!r}, which the regex lacks")
+        if isinstance(decl, str):
+            decl = {"type": decl}
+        if not isinstance(decl, dict) or set(decl) - {"type", "role"}:
+            raise CatalogError(f"{where}: capture {name!r} must be a type or {{type, role}}")
+        kind = decl.get("type", "str")
+        role = decl.get("role")
+        if kind not in CAPTURE_TYPES:
+            raise CatalogError(
+                f"{where}: capture {name!r} has type {kind!r}; use one of "
+                + ", ".join(CAPTURE_TYPES)
+            )
+        if role is not None and role not in CAPTURE_ROLES:
+            raise CatalogError(
+                f"{where}: capture {name!r} has role {role!r}; use one of "
+                + ", ".join(CAPTURE_ROLES)
+            )
+        out[name] = Capture(name, kind, role)
+    roles = [c.role for c in out.values() if c.role]
+    if len(roles) != len(set(roles)):
+        raise CatalogError(f"{where}: two captures declare the same role")
+    return out
+
+
+def _check_placeholders(raw: Mapping[str, Any], groups: set[str], where: str) -> None:
+    for key in ("cause", "fix"):
+        try:
+            parsed = list(string.Formatter().parse(raw[key]))
+        except ValueError as exc:
+            raise CatalogError(f"{where}: {key} is not a valid template: {exc}") from None
+        for _lit, name, _spec, _conv in parsed:
+            if name is None:
+                continue
+            if name not in groups and name not in PLACEHOLDER_NAMES:
+                raise CatalogError(
+                    f"{where}: {key} uses {{{name}}}, which is neither a capture of the regex "
+                    f"nor one of {', '.join(sorted(PLACEHOLDER_NAMES))}"
+                )
+
+
 def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
     pid = raw.get("id")
     if not isinstance(pid, str) or not pid:
         raise CatalogError(f"{origin}: a pattern has no id")
     where = f"{origin}: pattern {pid!r}"
+    unknown = sorted(set(raw) - PATTERN_KEYS)
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(PATTERN_KEYS))})"
+        )
     for key in ("category", "role", "title", "regex", "cause", "fix"):
         if not isinstance(raw.get(key), str):
             raise CatalogError(f"{where}: missing or non-string '{key}'")
@@ -245,12 +397,30 @@ def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
         rx = regex.compile(raw["regex"], regex.VERSION1 if raw.get("version1") else 0)
     except regex.error as exc:
         raise CatalogError(f"{where}: regex does not compile: {exc}") from None
+    captures = _parse_captures(raw.get("captures"), rx, where)
+    _check_placeholders(raw, set(rx.groupindex), where)
+    tags = _as_str_tuple(raw.get("tags", []), f"{where}: tags")
+    bad_tags = [t for t in tags if t not in TAGS and not (user and t.startswith("user-"))]
+    if bad_tags:
+        raise CatalogError(
+            f"{where}: unknown tag {bad_tags[0]!r} (known: {', '.join(TAGS)}; user patterns may "
+            "add their own as user-NAME)"
+        )
     examples = []
     for ex in raw.get("examples", []):
         if isinstance(ex, str):
             examples.append(Example(ex))
-        elif isinstance(ex, dict) and isinstance(ex.get("line"), str):
+        elif (
+            isinstance(ex, dict)
+            and isinstance(ex.get("line"), str)
+            and not set(ex) - {"line", "fields"}
+        ):
             fields = {str(k): str(v) for k, v in dict(ex.get("fields", {})).items()}
+            missing = sorted(set(fields) - set(rx.groupindex))
+            if missing:
+                raise CatalogError(
+                    f"{where}: an example expects field {missing[0]!r}, which is not a capture"
+                )
             examples.append(Example(ex["line"], fields))
         else:
             raise CatalogError(f"{where}: an example must be a string or {{line=..., fields=...}}")
@@ -274,6 +444,8 @@ def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
         ),
         origin=origin,
         user=user,
+        tags=frozenset(tags),
+        captures=captures,
     )
 
 
@@ -315,6 +487,9 @@ def _load_file(path: Path | Traversable, user: bool) -> list[Pattern]:
         raise CatalogError(f"{path}: cannot read pattern file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: invalid TOML: {exc}") from None
+    extra = sorted(set(data) - {"pattern"})
+    if extra:
+        raise CatalogError(f"{path}: unknown top-level key {extra[0]!r} (only [[pattern]] tables)")
     raw_patterns = data.get("pattern", [])
     if not isinstance(raw_patterns, list):
         raise CatalogError(f"{path}: [[pattern]] tables expected")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 CATEGORIES: tuple[str, ...] = (
     "python_exception",
     "native_crash",
@@ -31,38 +33,123 @@ CATEGORIES: tuple[str, ...] = (
 ROLES: tuple[str, ...] = ("root", "symptom", "context")
 """``root`` can be the cause; ``symptom`` follows an earlier failure; ``context`` carries facts."""
 
+STRUCTURAL_NAMES: frozenset[str] = frozenset(
+    {
+        "file",
+        "line",
+        "offset",
+        "node",
+        "node_index",
+        "host",
+        "rank",
+        "local_rank",
+        "attempt",
+        "time",
+        "time_inherited",
+        "stream",
+        "pattern_id",
+        "category",
+        "role",
+        "title",
+        "level",
+        "text",
+        "message",
+        "traceback",
+    }
+)
+"""Columns every event has, set by attribution: a pattern's capture may not use these names.
+``{rank}``, ``{local_rank}``, ``{node}`` and ``{host}`` may still appear in cause and fix text,
+where they mean the attributed values."""
+
+TAGS: dict[str, str] = {
+    "death": "a worker died (exit code or signal reported by the launcher)",
+    "death-record": "says how a worker died (exit code, signal, scheduler OOM record): may be "
+    "promoted to the verdict when no root line exists",
+    "restart": "the launcher restarts the worker group (starts a new attempt)",
+    "task-exit": "srun reports a task's exit (the task id is in the `task` capture)",
+    "checkpoint-save-begin": "a checkpoint save started",
+    "checkpoint-save-end": "a checkpoint save finished",
+    "childfailed-header": "the first line of torchrun's ChildFailedError block",
+    "childfailed-rootcause": "the 'Root Cause (first observed failure)' line of that block",
+    "childfailed-field": "a field line of one failure in that block",
+    "childfailed-start": "the field line that opens one failure's record in that block",
+    "uncatalogued": "an event the reader assembled that no catalog pattern claims (a bare "
+    "traceback): lower confidence",
+}
+"""Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
+
+CAPTURE_TYPES: tuple[str, ...] = ("str", "int", "float", "size", "duration")
+"""Declared capture types: ``size`` ("20.00 GiB" → bytes), ``duration`` ("600000ms" → seconds)."""
+
+CAPTURE_ROLES: dict[str, str] = {
+    "global_rank": "the global rank the line is about",
+    "local_rank": "the local rank (on its node) the line is about",
+    "pid": "the worker process id the line is about",
+    "host": "the host the line is about (not a peer it talks to)",
+    "exit_code": "a process exit code (negative: killed by that signal)",
+    "signal": "a signal name or number",
+    "world_size": "the job's world size",
+    "task": "srun task ids (one number, a list or a range)",
+    "time": "a time printed inside the message",
+}
+"""Roles a capture can declare; attribution and reasoning read captures by role, not by name."""
+
+@dataclass(frozen=True, slots=True)
+class CategoryInfo:
+    """What reasoning needs to know of a category, in one row."""
+
+    strength: int
+    """Tie-break between simultaneous roots (higher wins)."""
+    startup: bool = False
+    """A failure of this category happens while the job starts (its phase is start-up)."""
+    slurm_end: bool = False
+    """SLURM ended the job (a consequence when something failed or hung before)."""
+    kin: tuple[str, ...] = ()
+    """A root of this category without a rank may take it from these categories' events."""
+    promotable: bool = False
+    """A death record of this category may become the verdict when no root line exists."""
+    before_end: bool = False
+    """As a symptom before a SLURM end, it is the cause the end only confirmed."""
+    confidence: float = 0.9
+    """Confidence of a catalogued root of this category."""
+
+
+CATEGORY_TABLE: dict[str, CategoryInfo] = {
+    "hardware": CategoryInfo(90, kin=("cuda_error",), promotable=True),
+    "slurm_node_fail": CategoryInfo(85, slurm_end=True),
+    "cuda_oom": CategoryInfo(80, promotable=True),
+    "cuda_error": CategoryInfo(80, promotable=True),
+    "host_oom": CategoryInfo(78, promotable=True, before_end=True),
+    "cuda_device_max_connections": CategoryInfo(70, startup=True),
+    "config": CategoryInfo(70, startup=True),
+    "import_error": CategoryInfo(70, startup=True),
+    "rendezvous": CategoryInfo(66, startup=True, before_end=True),
+    "storage": CategoryInfo(65),
+    "checkpoint": CategoryInfo(64),
+    "nan_loss": CategoryInfo(62, promotable=True, before_end=True),
+    "python_exception": CategoryInfo(60),
+    "native_crash": CategoryInfo(55, promotable=True, before_end=True),
+    "network": CategoryInfo(50, kin=("nccl_error",)),
+    "nccl_error": CategoryInfo(45),
+    "slurm_time_limit": CategoryInfo(40, slurm_end=True),
+    "slurm_preempted": CategoryInfo(40, slurm_end=True),
+    "slurm_cancelled": CategoryInfo(35, slurm_end=True),
+    "collective_timeout": CategoryInfo(20, before_end=True),
+    "unknown": CategoryInfo(0, confidence=0.2),
+    "none": CategoryInfo(0, confidence=0.8),
+}
+"""One row per category of the contract; reasoning reads these instead of its own constants."""
+
 SLURM_END_CATEGORIES: frozenset[str] = frozenset(
-    {"slurm_time_limit", "slurm_preempted", "slurm_node_fail", "slurm_cancelled"}
+    c for c, info in CATEGORY_TABLE.items() if info.slurm_end
 )
 
-# Tie-break order for root events at the same time (higher wins): hardware beats CUDA/OOM,
-# which beat explicit exceptions, which beat NCCL errors.
-_STRENGTH: dict[str, int] = {
-    "hardware": 90,
-    "slurm_node_fail": 85,
-    "cuda_oom": 80,
-    "cuda_error": 80,
-    "host_oom": 78,
-    "cuda_device_max_connections": 70,
-    "config": 70,
-    "import_error": 70,
-    "rendezvous": 66,
-    "storage": 65,
-    "checkpoint": 64,
-    "nan_loss": 62,
-    "python_exception": 60,
-    "native_crash": 55,
-    "network": 50,
-    "nccl_error": 45,
-    "slurm_time_limit": 40,
-    "slurm_preempted": 40,
-    "slurm_cancelled": 35,
-    "collective_timeout": 20,
-    "unknown": 0,
-    "none": 0,
-}
+
+def info(category: str) -> CategoryInfo:
+    """The table row of a category (a weak default for a category the table lacks)."""
+    return CATEGORY_TABLE.get(category) or CategoryInfo(10)
 
 
 def strength(category: str) -> int:
     """Evidence strength of a category, used to break ties between simultaneous root events."""
-    return _STRENGTH.get(category, 10)
+    return info(category).strength

@@ -15,12 +15,13 @@ import typer
 from analyzer import __version__
 from analyzer.color import ColorChoice
 from analyzer.triage.cli import triage_app
-
-EXIT_DIAGNOSED = 0
-EXIT_UNKNOWN = 1
-EXIT_NO_FAILURE = 2
-EXIT_UNREADABLE = 3
-EXIT_USAGE = 64
+from analyzer.verdict import (
+    EXIT_DIAGNOSED,
+    EXIT_NO_FAILURE,
+    EXIT_UNKNOWN,
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+)
 
 SUBCOMMANDS = {
     "diagnose",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from analyzer.attribute import Attributed
@@ -33,34 +34,15 @@ BASE_COLUMNS: dict[str, str] = {
 }
 
 
-def node_label(host: str | None, node_index: int | None, distinct_hosts: bool) -> str | None:
-    """What a report calls a node: its hostname when hosts tell nodes apart, else its index."""
-    if host and (distinct_hosts or node_index is None):
-        return host
-    if node_index is not None:
-        return str(node_index)
-    return host
-
-
 def build_rows(att: Attributed) -> list[dict[str, Any]]:
     """Plain-dict rows of the table, in file then line order."""
-    pairs: dict[int, set[str]] = {}
-    for _ev, a in att.events:
-        if a["node_index"] is not None and a["host"]:
-            pairs.setdefault(a["node_index"], set()).add(a["host"])  # type: ignore[arg-type]
-    for task, host in att.geometry.task_hosts.items():
-        pairs.setdefault(task, set()).add(host)
-    # Hostnames tell nodes apart only when each node index has one host and no two share it
-    # (one box standing in for several nodes, or torchrun's FQDN "localhost", do not).
-    single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
-    distinct = not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
     rows = []
     for ev, a in att.events:
         row: dict[str, Any] = {
             "file": ev.file,
             "line": ev.line,
             "offset": ev.offset,
-            "node": node_label(a["host"], a["node_index"], distinct),  # type: ignore[arg-type]
+            "node": a["node"],
             "node_index": a["node_index"],
             "host": a["host"],
             "rank": a["rank"],
@@ -79,6 +61,7 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "traceback": ev.traceback,
             "_cause": ev.cause,
             "_fix": ev.fix,
+            "_tags": att.roles.tags(ev),
         }
         for k, v in ev.fields.items():
             if k not in row:
@@ -87,17 +70,32 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
     return rows
 
 
-def to_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """The event table as a DataFrame with stable column types (fields are strings)."""
+def to_frame(
+    rows: list[dict[str, Any]], capture_types: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """The event table as a DataFrame with stable column types.
+
+    Captures get the type the catalog declares (``int`` → Int64; ``float``, ``size`` in bytes
+    and ``duration`` in seconds → Float64; a value that does not parse is null); undeclared
+    captures stay strings.
+    """
     import polars as pl
 
+    from analyzer.catalog import convert
+
     types = {"str": pl.Utf8, "int": pl.Int64, "datetime": pl.Datetime("us"), "bool": pl.Boolean}
+    declared = capture_types or {}
     schema: dict[str, Any] = {k: types[v] for k, v in BASE_COLUMNS.items()}
+    kinds: dict[str, str] = {}
     for r in rows:
         for k in r:
             if k not in schema and not k.startswith("_"):
-                schema[k] = pl.Utf8
-    data = {k: [r.get(k) for r in rows] for k in schema}
+                kind = declared.get(k, "str")
+                kinds[k] = kind
+                schema[k] = {"str": pl.Utf8, "int": pl.Int64}.get(kind, pl.Float64)
+    data = {
+        k: [convert(kinds[k], r.get(k)) if k in kinds else r.get(k) for r in rows] for k in schema
+    }
     return pl.DataFrame(data, schema=schema)
 
 

@@ -124,9 +124,11 @@ def collect_facts(rows: list[dict[str, Any]]) -> JobFacts:
                 f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
             if r.get("time") is not None:
                 f.iteration_times.append(r["time"])
-        pid = r.get("pattern_id") or ""
-        if "checkpoint" in pid and "save" in pid:
-            saving = "success" not in pid and "done" not in pid
+        tags = r.get("_tags", ())
+        if "checkpoint-save-begin" in tags:
+            saving = True
+        elif "checkpoint-save-end" in tags:
+            saving = False
         cc = r.get("compute_cap")
         if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
             major, minor = cc.split(".")

@@ -12,6 +12,41 @@ from analyzer.facts import JobFacts
 _NUM = regex.compile(r"\d+")
 
 
+def _sentence_key(text: str) -> str:
+    return regex.sub(r"\W+", " ", text).strip().lower()
+
+
+def compose(base: str, *extra: tuple[str, str]) -> str:
+    """The catalog's fix, then each extra sentence whose key phrase the fix does not yet carry.
+
+    ``extra`` holds ``(key phrase, sentence)`` pairs: the pattern's own fix is always used and
+    never repeated by a tailored sentence that says the same thing.
+    """
+    out = base.strip() if base.strip() not in ("", "-") else ""
+    for key, sentence in extra:
+        if _sentence_key(key) not in _sentence_key(out):
+            out = f"{out} {sentence}".strip()
+    return out
+
+
+_WORD = regex.compile(r"[a-z0-9_]{4,}")
+
+
+def merge_fix(tailored: str, base: str) -> str:
+    """The tailored fix, then the catalog fix's sentences that it does not already say."""
+    tailored = tailored.strip()
+    if base.strip() in ("", "-"):
+        return tailored
+    have = set(_WORD.findall(tailored.lower()))
+    keep = []
+    for sentence in regex.split(r"(?<=[.!?])\s+", base.strip()):
+        words = set(_WORD.findall(sentence.lower()))
+        if words and len(words & have) / len(words) < 0.6:
+            keep.append(sentence)
+            have |= words
+    return " ".join([tailored, *keep]).strip()
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -24,10 +59,7 @@ def _int(v: Any) -> int | None:
 
 
 def _ws(facts: JobFacts, geo: Geometry) -> int | None:
-    ws = _int(facts.get("world_size")) or geo.world_size
-    if not ws and geo.nproc_per_node and geo.nnodes:
-        ws = geo.nproc_per_node * geo.nnodes
-    return ws
+    return geo.world_size or _int(facts.get("world_size"))
 
 
 def _oom(row: dict[str, Any], facts: JobFacts) -> str:
@@ -49,7 +81,8 @@ def _oom(row: dict[str, Any], facts: JobFacts) -> str:
             0, "check for a second process on that GPU (a stale job or two ranks on one device)"
         )
     figures = ", ".join(f"{k} {row[k]}" for k in ("tried", "total", "free") if row.get(k))
-    head = f"Rank {row.get('rank', '?')}"
+    rank = row.get("rank")
+    head = f"Rank {rank}" if rank is not None else "The rank that ran out of memory"
     if figures:
         head += f" ({figures})"
     if par:
@@ -122,31 +155,46 @@ def tailor_fix(row: dict[str, Any], base: str, facts: JobFacts, geo: Geometry) -
     """The fix for this event, specific to the job where the category allows."""
     cat = row.get("category")
     if cat == "cuda_oom":
-        return _oom(row, facts)
+        return merge_fix(_oom(row, facts), base)
     if cat == "config":
-        return _config(row, facts, geo, base)
+        return merge_fix(_config(row, facts, geo, base), base)
     if cat == "cuda_device_max_connections":
-        return _max_connections(row, facts)
+        return merge_fix(_max_connections(row, facts), base)
     if cat == "import_error":
         node = row.get("node")
-        return (
-            (base + " " if base else "")
-            + (f"Only node {node} is affected? " if node is not None else "")
-            + "Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`), "
-            "run `uv sync` once before sbatch, and check PYTHONPATH and the worktree on every node."
-        ).strip()
+        return compose(
+            base,
+            (
+                "torch.distributed.run",
+                "Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
+            ),
+            ("uv sync", "Run `uv sync` once before sbatch."),
+            (
+                "worktree",
+                "Check PYTHONPATH and that the worktree and its .venv are on storage every "
+                "node sees"
+                + (f" (the error was printed on node {node})." if node is not None else "."),
+            ),
+        )
     if cat == "rendezvous":
-        host, port = row.get("host") or row.get("addr"), row.get("port")
-        extra = ""
+        store = row.get("store_host") or row.get("addr")
+        port = row.get("port")
+        extra: list[tuple[str, str]] = []
         if port:
-            extra = (
-                f" Check that port {port} is free on the master host"
-                + (f" {host}" if host else "")
-                + " (`ss -ltnp | grep :{port}`), that MASTER_ADDR is the first host of the "
-                "allocation (`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`), and that "
-                "every node got the same MASTER_PORT."
-            ).replace("{port}", str(port))
-        return (base + extra).strip()
+            where = f" on {store}" if store else " on the master host"
+            extra.append(
+                (f"port {port} is free", f"Check that port {port} is free{where} "
+                 f"(`ss -ltnp | grep :{port}`).")
+            )
+        extra.append(
+            (
+                "first host of the allocation",
+                "MASTER_ADDR must be the first host of the allocation "
+                "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).",
+            )
+        )
+        extra.append(("MASTER_PORT", "Every node must get the same MASTER_PORT."))
+        return compose(base, *extra)
     if cat == "hardware":
         node = row.get("node") or row.get("host")
         if node:

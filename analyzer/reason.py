@@ -10,6 +10,7 @@ timeouts the hang analysis names a culprit or says why it cannot.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,7 +18,7 @@ import regex
 
 from analyzer.attribute import Geometry
 from analyzer.catalog import render
-from analyzer.categories import SLURM_END_CATEGORIES, strength
+from analyzer.categories import SLURM_END_CATEGORIES, info, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.hangs import find_culprit
@@ -27,19 +28,10 @@ from analyzer.verdict import Diagnosis, Evidence, Verdict
 SKEW = timedelta(seconds=2)
 """Events this close count as simultaneous (clock skew between hosts, 1 s stamps)."""
 _FAR_FUTURE = datetime.max
-_PROMOTABLE = ("host_oom", "native_crash", "nan_loss", "cuda_oom", "cuda_error", "hardware")
-_PROMOTABLE_SOURCES = ("torchelastic.exit.", "slurm.", "memory.")
-"""Symptoms that say how a worker died (exit code, signal, scheduler OOM record)."""
-_DEATHS = (
-    "torchelastic.exit.failed",
-    "torchelastic.exit.sigkill",
-    "torchelastic.exit.sigsegv",
-    "torchelastic.exit.sigbus",
-    "torchelastic.exit.native_signal",
-)
-_KIN = {"hardware": ("cuda_error",), "network": ("nccl_error",), "host_oom": ()}
-"""A root without a rank may take it from these categories' events close in time."""
-_SYMPTOM_BEFORE_END = ("rendezvous", "collective_timeout", "host_oom", "native_crash", "nan_loss")
+
+
+def _tagged(r: dict[str, Any], tag: str) -> bool:
+    return tag in r.get("_tags", ())
 
 
 def _key(r: dict[str, Any]) -> tuple[datetime, int, str, int]:
@@ -97,7 +89,20 @@ def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float
         title=r.get("title") or "",
         evidence=[_evidence(r)],
         attempt=r.get("attempt"),
+        key=_failure_key(r),
     )
+
+
+def _failure_key(r: dict[str, Any]) -> dict[str, str]:
+    """Structured identity of the event: exception type, innermost frame, message, op."""
+    key = {
+        "exc_type": r.get("exc_type") or "",
+        "frame": r.get("frame") or "",
+        "message": r.get("exc_msg") or r.get("message") or r.get("text") or "",
+    }
+    if r.get("op"):
+        key["op"] = str(r["op"])
+    return {k: v for k, v in key.items() if v}
 
 
 def _signature(r: dict[str, Any]) -> tuple[str, str]:
@@ -105,9 +110,7 @@ def _signature(r: dict[str, Any]) -> tuple[str, str]:
 
 
 def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set[int]:
-    ws = facts.get("world_size") or geo.world_size
-    if not ws and geo.nproc_per_node and geo.nnodes:
-        ws = geo.nproc_per_node * geo.nnodes
+    ws = geo.world_size
     if isinstance(ws, int) and 0 < ws <= 1_000_000:
         return set(range(ws))
     return {r["rank"] for r in rows if r.get("rank") is not None}
@@ -123,7 +126,7 @@ def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]]) -> None:
     """A root without a rank (a scheduler line) takes it from a same-category event nearby."""
-    kin = {chosen["category"], *_KIN.get(chosen["category"], ())}
+    kin = {chosen["category"], *info(chosen["category"]).kin}
     near = [
         r
         for r in active
@@ -141,7 +144,7 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
         died = [
             r
             for r in active
-            if r["pattern_id"] in _DEATHS
+            if _tagged(r, "death")
             and r["time"] is not None
             and r["time"] < chosen["time"] - SKEW
         ]
@@ -163,7 +166,7 @@ def _root_verdict(
     roots: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> Verdict:
     chosen = _earliest(roots)
-    conf = 0.75 if chosen["pattern_id"] == "python.traceback" else 0.9
+    conf = 0.75 if _tagged(chosen, "uncatalogued") else info(chosen["category"]).confidence
     v = _verdict_from(chosen, facts, geo, conf)
     sig = _signature(chosen)
     same = _first_per_rank([r for r in roots if _signature(r) == sig])
@@ -191,36 +194,49 @@ def _root_verdict(
     return v
 
 
+_NEAR_LINES = 2
+"""An srun exit this close below an unlabelled root line is that line's task's exit."""
+
+
 def _enrich_node(
     v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]], geo: Geometry
 ) -> None:
-    """An unprefixed root line takes its node from the first srun task to exit after it."""
+    """An unprefixed root line takes its node from srun's task exits, when they single one out.
+
+    A task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right below the
+    line, or the only task that exits on its own, is the line's node. The first task to exit is
+    not enough by itself: in a two-node job the healthy node's agent often exits first.
+    """
     exits = [
         r
         for r in rows
-        if r["pattern_id"].startswith("slurm.task.")
+        if _tagged(r, "task-exit")
+        and r.get("exitcode") is not None
         and (r.get("task") or "").isdigit()
-        and (
-            (r["file"] == chosen["file"] and r["line"] > chosen["line"])
-            or (
-                r["time"] is not None and chosen["time"] is not None and r["time"] >= chosen["time"]
-            )
-        )
     ]
-    if not exits:
+    tasks = {int(r["task"]) for r in exits}
+    if not tasks:
         return
-    first = min(
-        exits, key=lambda r: (r["time"] or datetime.max, r["file"] != chosen["file"], r["line"])
-    )
-    everyone = [r for r in rows if r["pattern_id"].startswith("slurm.task.")]
-    if min(everyone, key=_key) is not first and first["file"] != chosen["file"]:
+    last = chosen["line"]  # an assembled traceback's line is its closing exception line
+    below = [
+        r
+        for r in exits
+        if r["file"] == chosen["file"] and last < r["line"] <= last + _NEAR_LINES
+    ]
+    if len(tasks) == 1:
+        first = exits[0]
+    elif below:
+        first = min(below, key=lambda r: r["line"])
+    else:
+        v.rank_note = (
+            f"the line carries no node label, and {len(tasks)} srun tasks exited on their own: "
+            "no node is named"
+        )
         return
     task = int(first["task"])
-    hosts = geo.task_hosts
-    distinct = len(set(hosts.values())) == len(hosts) > 1
     v.node_index = task
-    v.node = hosts.get(task) if distinct and task in hosts else str(task)
-    v.rank_note = f"node from the first srun task to exit ({first['file']}:{first['line']})"
+    v.node = geo.node_label(geo.task_hosts.get(task), task)
+    v.rank_note = f"node from srun's exit of task {task} ({first['file']}:{first['line']})"
 
 
 def _hang_verdict(
@@ -249,7 +265,7 @@ def _hang_verdict(
             hosts = {
                 r["host"] for r in rows if r.get("node_index") == v.node_index and r.get("host")
             }
-            v.node = hosts.pop() if len(hosts) == 1 else str(v.node_index)
+            v.node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, v.node_index)
         v.cause = (
             f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
             f"{finding.rank}: {finding.reason}."
@@ -306,7 +322,7 @@ def decide(
         before = [
             r
             for r in symptoms
-            if r["category"] in _SYMPTOM_BEFORE_END
+            if info(r["category"]).before_end
             and (t_end is None or (r["time"] is not None and r["time"] < t_end - SKEW))
         ]
         if before:
@@ -327,7 +343,7 @@ def decide(
     promotable = [
         r
         for r in symptoms
-        if r["category"] in _PROMOTABLE and r["pattern_id"].startswith(_PROMOTABLE_SOURCES)
+        if info(r["category"]).promotable and _tagged(r, "death-record")
     ]
     if promotable:
         first = _earliest(promotable)
@@ -420,7 +436,7 @@ def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | Non
         return None
     if facts.checkpoint_saving:
         return "checkpoint save"
-    if v.category in ("config", "import_error", "rendezvous", "cuda_device_max_connections"):
+    if info(v.category).startup:
         return "start-up"
     if facts.last_iteration is None:
         return "start-up"
@@ -435,7 +451,7 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
     # Every node's agent prints the line, so the numbers (not a count of lines) decide.
     restarts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for r in rows:
-        if "restart" in r["pattern_id"] and r.get("attempt") is None:
+        if _tagged(r, "restart") and r.get("attempt") is None:
             left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
             if left.isdigit() and most.isdigit():
                 restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
@@ -445,8 +461,24 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
             r["attempt"] = max((a for ln, a in marks if ln < r["line"]), default=0)
 
 
-def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> Diagnosis:
-    """The job's diagnosis: one verdict per torchrun attempt, and the one for the job."""
+@dataclass(frozen=True)
+class ReadSummary:
+    """What reading the job said about itself, for the diagnosis."""
+
+    problems: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes_read: int = 0
+    readable: bool = True
+
+
+def diagnose_rows(
+    rows: list[dict[str, Any]],
+    facts: JobFacts,
+    geo: Geometry,
+    read: ReadSummary | None = None,
+) -> Diagnosis:
+    """The job's complete diagnosis: one verdict per torchrun attempt, and the one for the job."""
+    read = read or ReadSummary()
     _attempt_of(rows)
     attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
     per_attempt: list[Verdict] = []
@@ -482,6 +514,8 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
     }
     for rk in _universe(rows, facts, geo):
         ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})
+    if status == "ok" and not read.readable:
+        status = "unknown"
     return Diagnosis(
         status=status,
         verdict=v,
@@ -492,4 +526,7 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
         attempts=per_attempt,
         phase=_phase(v, facts, rows),
         ranks=ranks,
+        problems=list(read.problems),
+        files=read.files,
+        bytes_read=read.bytes_read,
     )

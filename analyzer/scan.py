@@ -52,6 +52,7 @@ TRACEBACK_PATTERN = Pattern(
     examples=(),
     counter_examples=(),
     origin="analyzer/scan.py",
+    tags=frozenset({"uncatalogued"}),
 )
 """The event of a traceback whose lines no catalog pattern claims."""
 """The catalog's catch-all for exception lines; a traceback assembled here replaces it."""

@@ -11,12 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = ("diagnose", "events", "triage")
+SCHEMAS = ("diagnose", "events", "triage", "catalog")
 _CHECKOUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "schema"
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of ``name`` (``diagnose``, ``events`` or ``triage``) as a dict."""
+    """The JSON Schema of ``name`` (``diagnose``, ``events``, ``triage`` or ``catalog``)."""
     if name not in SCHEMAS:
         raise ValueError(f"unknown schema {name!r}; one of {', '.join(SCHEMAS)}")
     file = f"{name}.schema.json"

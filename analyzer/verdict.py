@@ -11,6 +11,21 @@ from analyzer.timefmt import iso
 SCHEMA_VERSION = 1
 
 
+EXIT_DIAGNOSED = 0
+EXIT_UNKNOWN = 1
+EXIT_NO_FAILURE = 2
+EXIT_UNREADABLE = 3
+EXIT_USAGE = 64
+EXIT_CODES: dict[int, str] = {
+    EXIT_DIAGNOSED: "the job failed and a cause was diagnosed",
+    EXIT_UNKNOWN: "the job failed but the cause is unknown",
+    EXIT_NO_FAILURE: "no failure found (status ok)",
+    EXIT_UNREADABLE: "nothing could be read (missing path, empty directory, no log files)",
+    EXIT_USAGE: "usage error (bad option, bad pattern file)",
+}
+"""The exit statuses of every command, defined once (the README's table says the same)."""
+
+
 @dataclass
 class Evidence:
     """A log line that supports a verdict."""
@@ -51,6 +66,9 @@ class Verdict:
     rank_note: str | None = None
     """Why ``rank`` is null, or how the culprit was found."""
     attempt: int | None = None
+    key: dict[str, str] = field(default_factory=dict)
+    """What identifies this failure across jobs (exception type, frame, message template):
+    the fingerprint's input, independent of the rendered wording."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
@@ -93,14 +111,14 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
-        """0 diagnosed, 1 failed with unknown cause, 2 no failure found, 3 nothing read."""
+        """The command's exit status for this diagnosis (see :data:`EXIT_CODES`)."""
         if self.status == "unknown":
-            return 3
+            return EXIT_UNREADABLE
         if self.status == "ok":
-            return 2
+            return EXIT_NO_FAILURE
         if self.verdict.category == "unknown":
-            return 1
-        return 0
+            return EXIT_UNKNOWN
+        return EXIT_DIAGNOSED
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON report."""

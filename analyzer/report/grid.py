@@ -215,9 +215,7 @@ def build_grid(a: Analysis) -> Grid:
     """The grid of ``a``'s diagnosis."""
     d = a.diagnosis
     geo = a.attributed.geometry
-    gpn = geo.nproc_per_node or d.facts.get("nproc_per_node")
-    if not isinstance(gpn, int) or gpn <= 0:
-        gpn = None
+    gpn = geo.nproc_per_node if geo.nproc_per_node and geo.nproc_per_node > 0 else None
     return grid_from(d.ranks, d.verdict.rank, d.verdict.category, gpn, geo.task_hosts)
 
 

@@ -10,14 +10,13 @@ its letter, so the grid still reads when colours are lost.
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
 from analyzer.report.grid import KIND_LABEL, Grid
 from analyzer.report.model import EvidenceView, ReportModel, build_model
-from analyzer.report.safe import shorten
+from analyzer.report.safe import html_text, shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -79,7 +78,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action
 
 def e(text: object) -> str:
     """HTML-escape a string for text and attribute context (quotes included)."""
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def prose(text: object) -> str:

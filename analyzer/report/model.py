@@ -168,7 +168,7 @@ def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
     d = a.diagnosis
     f = d.facts
     g = a.attributed.geometry
-    ws = f.get("world_size") or g.world_size
+    ws = g.world_size or f.get("world_size")
     nodes = None
     if g.nnodes and g.nproc_per_node:
         nodes = f"{g.nnodes} × {g.nproc_per_node} GPUs"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 SHOW_AFTER_S = 0.7
 
@@ -19,7 +20,7 @@ def progress_callback(enabled: bool) -> Iterator[Callable[[int, int], None] | No
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
     start = time.monotonic()
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
     console = Console(stderr=True)
 
     def cb(done: int, total: int) -> None:
@@ -38,7 +39,7 @@ def progress_callback(enabled: bool) -> Iterator[Callable[[int, int], None] | No
             state["bar"] = bar
             state["task"] = bar.add_task("read", total=total)
         bar = state["bar"]
-        bar.update(state["task"], completed=done)  # type: ignore[attr-defined]
+        bar.update(state["task"], completed=done)
 
     try:
         yield cb

@@ -8,6 +8,8 @@ browser show something other than what the log said.
 
 from __future__ import annotations
 
+import html
+
 import regex
 
 from analyzer.sanitize import _ANSI
@@ -29,6 +31,12 @@ def clean(text: object, *, keep_newlines: bool = False) -> str:
     if not keep_newlines:
         s = s.replace("\n", " ")
     return _BAD.sub("", s)
+
+
+def html_text(text: object) -> str:
+    """Untrusted text for HTML text or a quoted attribute (``None`` is empty); the caller
+    cleans control characters first (the report model does)."""
+    return html.escape(str(text if text is not None else ""), quote=True)
 
 
 def has_escape(text: str) -> bool:

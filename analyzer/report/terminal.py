@@ -104,7 +104,7 @@ def _evidence(m: ReportModel, verbose: bool) -> RenderableType:
 def _symptoms(m: ReportModel) -> RenderableType:
     if not m.symptoms:
         return Group()
-    items = [_pad(Text("• " + s), (0, 0, 0, 2)) for s in m.symptoms[:8]]
+    items: list[RenderableType] = [_pad(Text("• " + s), (0, 0, 0, 2)) for s in m.symptoms[:8]]
     if len(m.symptoms) > 8:
         items.append(Text(f"  … and {len(m.symptoms) - 8} more", style="dim"))
     return Group(_heading("Downstream symptoms"), *items)

@@ -16,9 +16,8 @@ import typer
 from typer.core import TyperGroup
 
 from analyzer.color import ColorChoice
-
-EXIT_OK = 0
-EXIT_USAGE = 64
+from analyzer.verdict import EXIT_DIAGNOSED as EXIT_OK
+from analyzer.verdict import EXIT_USAGE
 
 
 class _RunByDefault(TyperGroup):

@@ -1,16 +1,21 @@
 """Failure fingerprints: the same failure gets the same id across jobs and nights.
 
 Like Sentry's grouping, a fingerprint hashes what identifies a failure and masks what varies
-from one occurrence to the next. Version 1 hashes
+from one occurrence to the next. Version 2 hashes structured keys, never report wording:
 
-* the category and the pattern id of the verdict, and
-* the cause sentence, normalised: timestamps, UUIDs, URLs, paths, IP addresses and ports,
-  hexadecimal ids, the job's own host names, other host names, and every number (ranks, pids,
-  sizes, iterations, line numbers) replaced by placeholders; whitespace collapsed.
+* the category and the pattern id of the verdict,
+* the exception type, when the failure is an exception, and
+* the innermost frame's function and file name when the traceback shows one; otherwise the
+  template of the log line that caused the verdict (its message, not the rendered cause
+  sentence): timestamps, UUIDs, URLs, paths, IP addresses and ports, hexadecimal ids, the job's
+  own host names, other host names, and every number (ranks, pids, sizes, iterations, line
+  numbers) replaced by placeholders; whitespace collapsed.
 
-The fingerprint reads ``v1-<12 hex digits>``. Any change to what is hashed or how it is
-normalised must bump :data:`FINGERPRINT_VERSION`, so that a baseline computed with another
-scheme is recognised as incomparable instead of reporting every failure as new.
+Editing a cause sentence in the catalog, or a restart's "(attempt 0 of 2 …)" suffix, therefore
+never changes a fingerprint. The fingerprint reads ``v2-<12 hex digits>``. Any change to what
+is hashed or how it is normalised must bump :data:`FINGERPRINT_VERSION`, so that a baseline
+computed with another scheme is recognised as incomparable instead of reporting every failure
+as new.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from collections.abc import Iterable
 
 import regex
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
+_FRAME = regex.compile(r'File "(?:[^"]*/)?(?P<file>[^"/]+)", line \d+, in (?P<func>\S+)')
 
 _SUBS: tuple[tuple[regex.Pattern[str], str], ...] = tuple(
     (regex.compile(p, regex.I), r)
@@ -73,19 +79,33 @@ def normalize(text: str, hosts: Iterable[str] = ()) -> str:
     return s[:_MAX]
 
 
+def frame_key(frame: str | None) -> str | None:
+    """``train.py:get_batch`` from a traceback frame line (None when it is not one)."""
+    m = _FRAME.search(frame or "")
+    return f"{m['file']}:{m['func']}" if m else None
+
+
 def fingerprint(
     category: str | None,
     pattern_id: str | None,
-    cause: str | None,
+    message: str | None,
     hosts: Iterable[str] = (),
     version: int = FINGERPRINT_VERSION,
+    *,
+    exc_type: str | None = None,
+    frame: str | None = None,
 ) -> str:
-    """The fingerprint of a failure, ``v<version>-<12 hex>``."""
+    """The fingerprint of a failure, ``v<version>-<12 hex>``.
+
+    ``message`` is the log line (or exception message) that caused the verdict; with a
+    traceback ``frame`` the frame's function stands for it, so the message's wording and
+    values never split one failure into several.
+    """
     if version != FINGERPRINT_VERSION:
         raise ValueError(f"fingerprint scheme v{version} is not implemented")
-    key = "\x1f".join(
-        (f"v{version}", category or "", pattern_id or "", normalize(cause or "", hosts))
-    )
+    where = frame_key(frame)
+    detail = where if where else normalize(message or "", hosts)
+    key = "\x1f".join((f"v{version}", category or "", pattern_id or "", exc_type or "", detail))
     return f"v{version}-" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 

@@ -187,7 +187,15 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
         confidence=round(float(v.confidence), 2) if v.confidence is not None else None,
     )
     if d.status == "failed":
-        row["fingerprint"] = fingerprint(v.category, v.pattern_id, v.cause, hosts)
+        key = v.key
+        row["fingerprint"] = fingerprint(
+            v.category,
+            v.pattern_id,
+            key.get("message", v.cause) + (f" op={key['op']}" if "op" in key else ""),
+            hosts,
+            exc_type=key.get("exc_type"),
+            frame=key.get("frame"),
+        )
         row["fingerprint_version"] = FINGERPRINT_VERSION
     problems = list(a.read.problems)
     if not a.read.scans:

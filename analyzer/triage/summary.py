@@ -7,12 +7,13 @@ self-contained HTML page (``html.escape`` on everything that came from the logs)
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analyzer.report.markdown import md
+from analyzer.report.safe import clean, html_text
 from analyzer.triage.fingerprint import FINGERPRINT_VERSION
 
 if TYPE_CHECKING:
@@ -431,12 +432,9 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
     return out
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+!|~"})
-
-
 def md_escape(text: Any) -> str:
     """Untrusted text for a Markdown table cell: one line, special characters escaped."""
-    return " ".join(str(text if text is not None else "").split()).translate(_MD_SPECIAL)
+    return md(clean(text if text is not None else ""))
 
 
 def render_markdown(s: Summary) -> str:
@@ -520,7 +518,7 @@ th{background:#f6f8fa} td.n{text-align:right} code{font-size:12px}
 
 
 def _h(text: Any) -> str:
-    return html.escape(str(text if text is not None else ""), quote=True)
+    return html_text(text)
 
 
 def _job_links(r: dict[str, Any]) -> str:
