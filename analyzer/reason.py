@@ -385,10 +385,16 @@ def decide(
 
 def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], list[str]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ev = v.evidence[0] if v.evidence else None
     for r in rows:
         if r["role"] == "context":
             continue
-        if v.evidence and r["file"] == v.evidence[0].file and r["line"] == v.evidence[0].line:
+        if ev is not None and r["file"] == ev.file and r["line"] == ev.line:
+            continue
+        # The root restated is not downstream of itself: the same pattern on the same rank, or
+        # with no rank (a copy in another stream, the job-level twin of a step-level line), or
+        # on any rank when the verdict names none (every rank failed the same way).
+        if r["pattern_id"] == v.pattern_id and (v.rank is None or r.get("rank") in (v.rank, None)):
             continue
         groups[r["category"]].append(r)
     out: dict[str, Any] = {}

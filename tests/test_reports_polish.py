@@ -81,3 +81,21 @@ def test_no_question_mark_in_the_prose_of_any_sample(analyses: list) -> None:
                 if re.search(r"(^|[\s(=])\?([\s,.)]|$)", text or ""):
                     bad.append(f"{a.paths[0].name}: {text[:120]}")
     assert not bad, bad
+
+
+def test_the_root_is_never_its_own_downstream_symptom(analyses: list) -> None:
+    """Neither the root line nor its restatements (a copy in another stream, the JOB line after
+    the STEP line, the same error on every rank when no single rank is named)."""
+    bad = []
+    for a in analyses:
+        d = a.diagnosis
+        v = d.verdict
+        if d.status != "failed" or not v.pattern_id:
+            continue
+        counted = {p for s in d.symptoms.values() for p in s.get("patterns", {})}
+        if v.rank is None and v.pattern_id in counted:
+            bad.append(f"{a.paths[0].name}: {v.pattern_id}")
+    assert not bad, bad
+    byname = {a.paths[0].name: a.diagnosis for a in analyses}
+    tl = byname["slurm-time-limit"]
+    assert not any("time limit" in s for s in tl.symptom_lines), tl.symptom_lines
