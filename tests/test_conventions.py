@@ -315,3 +315,31 @@ def test_triage_names_nodes_by_host_when_the_logs_tell_them_apart() -> None:
     assert _node_label(v, {0: "node001", 1: "node001"}) == "1"  # not told apart: keep the index
     assert _node_label(SimpleNamespace(node="gpu-c", node_index=2), {}) == "gpu-c"
     assert _node_label(SimpleNamespace(node=None, node_index=None), {0: "a"}) is None
+
+
+def test_triage_sacct_fills_slurm_columns_only_when_asked(tmp_path: Path) -> None:
+    import shutil
+
+    from analyzer.triage.slurm import parse_sacct
+
+    got = parse_sacct("7|pretrain|alice|gpu|CANCELLED by 1000|2026-12-02T17:00:00|Unknown\n")
+    assert got["7"]["slurm_state"] == "CANCELLED" and got["7"]["end"] is None
+    assert got["7"]["start"].isoformat() == "2026-12-02T17:00:00"
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "sample_logs" / "real" / "exception-cascade", root / "job")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "sacct"
+    fake.write_text("#!/bin/sh\necho '7|pretrain|alice|gpu|FAILED|2026-12-02T17:20:00|"
+                    "2026-12-02T17:22:10'\n")
+    fake.chmod(0o755)
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    out = tmp_path / "t.json"
+    assert run("triage", str(root), "-j", "1", "-q", "-o", str(out), env=env).returncode == 0
+    assert json.loads(out.read_text())[0]["job_name"] is None  # not asked: sacct not called
+    r = run("triage", str(root), "-j", "1", "-q", "--sacct", "-o", str(out), env=env)
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(out.read_text())
+    assert (row["job_name"], row["user"], row["partition"], row["slurm_state"]) == (
+        "pretrain", "alice", "gpu", "FAILED")
+    assert row["start"] == "2026-12-02T17:20:00.000000" and ISO.match(row["end"])

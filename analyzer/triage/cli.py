@@ -180,6 +180,17 @@ def _use_patterns(patterns: list[Path]) -> None:
     os.environ[ENV_VAR] = os.pathsep.join(extra)
 
 
+def _add_sacct(rows: list[dict[str, Any]], verbose: bool) -> None:
+    """SLURM's name, user, partition, state, start and end of each job, where sacct tells."""
+    from analyzer.triage.slurm import sacct_info
+
+    info, why = sacct_info(str(r.get("job_id") or "") for r in rows)
+    for r in rows:
+        r.update(info.get(str(r.get("job_id") or ""), {}))
+    if why and verbose:
+        typer.echo(f"mcore-diagnose triage: no SLURM job details: {why}", err=True)
+
+
 def _job_line(row: dict[str, Any]) -> str:
     """``path: status category rank=R node=N`` (and the note) for --verbose."""
     parts = [f"{row['path']}: {row.get('status') or '?'}"]
@@ -276,6 +287,15 @@ def run_cmd(
         bool,
         typer.Option("--verbose", "-v", help="Print one line per job on stderr as it ends."),
     ] = False,
+    sacct: Annotated[
+        bool,
+        typer.Option(
+            "--sacct",
+            help="Fill job name, user, partition, state, start and end from this cluster's "
+            "sacct (only for jobs that ran on this cluster: job ids are not unique across "
+            "clusters).",
+        ),
+    ] = False,
     color: ColorOpt = ColorChoice.auto,
     quiet: QuietOpt = False,
 ) -> None:
@@ -359,6 +379,8 @@ def run_cmd(
         max_memory=mem,
         progress=_Progress(not quiet and sys.stderr.isatty()),
     )
+    if sacct:
+        _add_sacct(rows, verbose)
     if verbose:
         for row in rows:
             typer.echo(_job_line(row), err=True)

@@ -53,6 +53,12 @@ COLUMNS: dict[str, str] = {
     "duration_s": "float",
     "last_iteration": "int",
     "confidence": "float",
+    "job_name": "str",
+    "user": "str",
+    "partition": "str",
+    "slurm_state": "str",
+    "start": "datetime",
+    "end": "datetime",
     "note": "str",
 }
 """The triage table's columns, in order. ``time`` is a datetime (the wall clock of the logs; in
