@@ -285,7 +285,9 @@ def run_cmd(
     ] = None,
     verbose: Annotated[
         bool,
-        typer.Option("--verbose", "-v", help="Print one line per job on stderr as it ends."),
+        typer.Option(
+            "--verbose", "-v", help="One line per job on stderr: status, category, rank, node."
+        ),
     ] = False,
     sacct: Annotated[
         bool,
