@@ -416,6 +416,9 @@ def events_cmd(
 ) -> None:
     """Print or write the rank × event table.
 
+    Each job directory is a job of its own: with several jobs the table gets a first column
+    ``job`` (the path as given); log files named on the command line form one job.
+
     Examples:
 
       mcore-diagnose events logs/job-1234/ --by-rank
@@ -424,13 +427,27 @@ def events_cmd(
     """
     import polars as pl
 
-    a = _load(paths, patterns, workers, False)
-    _check_readable(a, paths)
-    df = a.events
-    if not all_events and not by_rank:
-        df = df.filter(pl.col("role") != "context")
-    if by_rank:
-        df = a.by_rank()
+    from analyzer.outputs import group_jobs, job_label
+
+    jobs = group_jobs(paths)
+    catalog = _catalog(patterns)
+    frames = []
+    for job in jobs:
+        a = _load(job, patterns, workers, False, catalog)
+        _check_readable(a, job)
+        df = a.events
+        if not all_events and not by_rank:
+            df = df.filter(pl.col("role") != "context")
+        if by_rank:
+            df = a.by_rank()
+        if len(jobs) > 1:
+            df = df.select(pl.lit(job_label(job)).alias("job"), pl.all())
+        frames.append(df)
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    if by_rank and len(frames) > 1:  # a category one job lacks counts 0 there
+        from analyzer.ranks import COUNT_EXCLUDED
+
+        df = df.with_columns(pl.col(c).fill_null(0) for c in df.columns if c not in COUNT_EXCLUDED)
     if fmt == TableFormat.parquet:
         if output is None:
             fail("--format parquet needs -o FILE", EXIT_USAGE)

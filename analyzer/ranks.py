@@ -78,6 +78,7 @@ def _node_labels(events: pl.DataFrame, geo: Geometry | None) -> dict[int, str]:
 
 
 _FIRST_COLUMNS = {
+    "job",
     "rank",
     "node",
     "local_rank",
@@ -87,3 +88,7 @@ _FIRST_COLUMNS = {
     "first_pattern",
     "last_line",
 }
+
+
+COUNT_EXCLUDED = frozenset(_FIRST_COLUMNS)
+"""Columns of the by-rank view that are not counts."""

@@ -113,3 +113,13 @@ def test_triage_rows_validate(tmp_path: Path) -> None:
     rows = json.loads(out.read_text())
     assert len(rows) == 5
     assert not _errors("triage", rows)
+
+
+def test_events_of_several_jobs_have_a_job_column_and_validate() -> None:
+    a, b = SAMPLES[0], SAMPLES[-1]
+    for extra in ((), ("--by-rank",)):
+        r = run("events", str(a), str(b), "-f", "json", *extra)
+        assert r.returncode == 0, r.stderr
+        rows = json.loads(r.stdout)
+        assert {row["job"] for row in rows} == {str(a), str(b)}
+        assert not _errors("events", rows), extra
