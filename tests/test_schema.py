@@ -123,3 +123,6 @@ def test_events_of_several_jobs_have_a_job_column_and_validate() -> None:
         rows = json.loads(r.stdout)
         assert {row["job"] for row in rows} == {str(a), str(b)}
         assert not _errors("events", rows), extra
+
+    r = run("events", str(a), str(b), "--by-rank")
+    assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("| job ")
