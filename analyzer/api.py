@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from analyzer.attribute import Attributed, attribute
 from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import Discovery, discover
-from analyzer.events import build_rows, by_rank, to_frame
+from analyzer.events import build_rows, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.read import ReadResult, read_job
 from analyzer.reason import ReadSummary, diagnose_rows
@@ -21,9 +23,17 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
-    """Everything the tool learned about one job."""
+    """Everything the tool learned about one job (returned by ``analyze``).
+
+    Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
+    ``attributed`` (events with node, rank and time; the launch geometry), ``rows`` (the
+    events as dicts), ``facts`` (world size, parallelism, versions, progress), ``catalog``
+    (the patterns used). Computed on first use: ``events`` (polars), ``diagnosis``.
+
+    In Jupyter the analysis shows as its HTML report; ``repr()`` is one short line.
+    """
 
     paths: list[Path]
     read: ReadResult
@@ -39,8 +49,11 @@ class Analysis:
         return to_frame(self.rows, self.catalog.capture_types())
 
     def by_rank(self) -> pl.DataFrame:
-        """One row per rank: node, first event and counts per category."""
-        return by_rank(self.events)
+        """One row per rank of the world (ranks without events included, with zero counts):
+        node, local rank, first event (time, category, role, pattern), counts per category."""
+        from analyzer.ranks import world_by_rank
+
+        return world_by_rank(self.events, self.facts, self.attributed.geometry)
 
     @cached_property
     def diagnosis(self) -> Diagnosis:
@@ -67,6 +80,43 @@ class Analysis:
         """Files found and skipped."""
         return self.read.discovery
 
+    def __repr__(self) -> str:
+        where = " ".join(str(p) for p in self.paths[:3]) + (" …" if len(self.paths) > 3 else "")
+        nf, ne = len(self.read.scans), len(self.rows)
+        head = (
+            f"<Analysis {where!r}: {nf} file{'s' if nf != 1 else ''}, "
+            f"{ne} event{'s' if ne != 1 else ''}"
+        )
+        try:
+            d = self.diagnosis
+        except Exception as exc:  # repr must never raise
+            return f"{head}; diagnosis failed: {type(exc).__name__}>"
+        v = d.verdict
+        if d.status != "failed":
+            return f"{head}; status {d.status}>"
+        rank = "-" if v.rank is None else v.rank
+        node = "-" if v.node is None else v.node
+        return f"{head}; {v.category} rank={rank} node={node} confidence={v.confidence:.2f}>"
+
+    def _repr_markdown_(self) -> str:
+        """The Markdown report (Jupyter, and anything that renders ``_repr_markdown_``)."""
+        from analyzer.report import render
+
+        return render(self, "markdown")
+
+    def _repr_html_(self) -> str:
+        """The HTML report in a sandboxed frame, so that its styles stay out of the notebook."""
+        import html
+
+        from analyzer.report import render
+
+        page = render(self, "html")
+        return (
+            f'<iframe sandbox srcdoc="{html.escape(page, quote=True)}" '
+            'style="width:100%;height:720px;border:1px solid #ccc" '
+            'title="mcore-diagnose report"></iframe>'
+        )
+
 
 def analyze(
     paths: str | Path | Sequence[str | Path],
@@ -75,8 +125,31 @@ def analyze(
     catalog: Catalog | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    missing_ok: bool = False,
 ) -> Analysis:
-    """Read a job's logs (directories or files) and attribute every event.
+    """Read one job's logs (directories or files) and attribute every event.
+
+    Parameters:
+        paths: a job directory or log file, or several that form ONE job (their ranks and
+            nodes are merged; diagnose separate jobs with separate calls).
+        patterns: extra pattern files or directories, loaded after the built-in catalog
+            (a pattern with the same id replaces the built-in one).
+        catalog: an already loaded catalog (``analyzer.catalog.load_catalog``); ``patterns``
+            is then ignored. Loading costs more than diagnosing a small job: reuse it.
+        workers: processes used for reading (default: the machine's cores; 1 reads in this
+            process).
+        progress: called as ``progress(done_bytes, total_bytes)`` while files are read.
+        missing_ok: with False (the default) a path that does not exist raises
+            ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
+
+    Raises:
+        FileNotFoundError: a path does not exist (unless ``missing_ok``).
+        analyzer.catalog.CatalogError: a pattern file is invalid, or the built-in catalog is
+            missing or empty (a broken installation).
+
+    When the paths exist but hold nothing readable (an empty directory, only binary files),
+    the analysis is returned with ``read.readable`` False and ``diagnosis.status ==
+    "unknown"`` (``diagnosis.exit_code == 3``, as the command line exits).
 
     >>> a = analyze("sample_logs/real/exception-cascade")   # doctest: +SKIP
     >>> a.events.columns[:4], a.diagnosis.verdict.category  # doctest: +SKIP
@@ -84,6 +157,12 @@ def analyze(
     if isinstance(paths, (str, Path)):
         paths = [paths]
     plist = [Path(p) for p in paths]
+    if not missing_ok:
+        for p in plist:
+            if not os.path.lexists(p):
+                raise FileNotFoundError(
+                    errno.ENOENT, "no such job directory or log file", str(p)
+                )
     cat = catalog or load_catalog(list(patterns))
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)

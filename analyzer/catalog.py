@@ -8,6 +8,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -162,18 +163,55 @@ class PatternMatch:
     fields: dict[str, str]
 
 
+_NOUNS = {"node": "the node", "host": "the host", "gpu": "the GPU", "hca": "the HCA",
+          "port": "the port", "path": "the file"}
+"""What an unknown field reads as where its clause cannot be left out ("Drain the node")."""
+
+
 class _Blank(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
-    """Fill ``{field}`` placeholders; unknown or empty fields render as ``?``."""
+    """Fill ``{field}`` placeholders. A clause that only holds an unknown field is left out
+    (``query groups ({value})``, ``, HCA {hca}``, ``on {node}``); an unknown node, host, GPU,
+    HCA, port or path reads "the node" etc.; other unknown fields render as ``?`` (the
+    reasoner rewords ``Rank ?`` as "a rank")."""
     clean = _Blank({k: v for k, v in values.items() if v is not None and v != ""})
+    template = _drop_unknown_clauses(template, clean)
     try:
         return string.Formatter().vformat(template, (), clean)
     except (ValueError, IndexError, KeyError, AttributeError):
         return template
+
+
+_PLACEHOLDER = regex.compile(r"\{(\w+)\}")
+
+
+def _drop_unknown_clauses(template: str, known: Mapping[str, Any]) -> str:
+    for name in dict.fromkeys(_PLACEHOLDER.findall(template)):
+        if name in known:
+            continue
+        f = regex.escape("{" + name + "}")
+        for rx in (
+            rf" ?\({f}\)",  # "query groups ({value})"
+            rf",\s*[A-Za-z][\w .-]{{0,24}}?\s*{f}(?=\s*[,;)])",  # "(..., HCA {hca})"
+            rf"\s+(?:on|at|in|from|of|for|with|via)\s+{f}(?=[\s.,;:)]|$)",  # "Task 1 on {node}"
+            rf"(?<=\}}) {f}",  # "status {status} {status_name}": a qualifier of a known value
+        ):
+            template, n = regex.subn(rx, "", template, count=1)
+            if n:
+                break
+        else:
+            noun = _NOUNS.get(name)
+            # "Drain {node}" -> "Drain the node"; "lost node {node}" stays for the reasoner
+            if noun:
+                template = regex.sub(
+                    rf"(?<!\b{regex.escape(noun.split()[-1])} ){f}", noun, template,
+                    flags=regex.IGNORECASE,
+                )
+    return template
 
 
 @dataclass
@@ -228,15 +266,53 @@ class Catalog:
         return min(found, key=lambda pm: _ROLE_ORDER[pm.pattern.role])
 
 
-def builtin_dir() -> Path:
-    """Where the built-in catalog lives (inside the installed package, or the checkout)."""
+_CHECKOUT_DIR = Path(__file__).resolve().parent.parent / "patterns"
+
+
+def builtin_files() -> list[Traversable]:
+    """The built-in pattern files, in name order.
+
+    They ship inside the package as ``analyzer.patterns`` (a data directory without
+    ``__init__.py``, so ``importlib.resources`` may hand back a multiplexed namespace path, or a
+    path inside a zip); a source checkout that is not installed reads ``patterns/`` directly.
+    Raises ``CatalogError`` when none is found: an empty catalog would report every failed job
+    as "no failure".
+    """
+    root: Traversable | None = None
     try:
-        p = Path(str(resources.files("analyzer.patterns")))
-        if any(p.glob("*.toml")):
-            return p
-    except (ImportError, TypeError, OSError):
-        pass
-    return Path(__file__).resolve().parent.parent / "patterns"
+        root = resources.files("analyzer.patterns")
+    except (ImportError, TypeError, ValueError):
+        root = None
+    found: list[Traversable] = []
+    if root is not None:
+        try:
+            found = [f for f in root.iterdir() if f.name.endswith(".toml") and f.is_file()]
+        except OSError as exc:
+            raise CatalogError(
+                f"the built-in pattern catalog cannot be listed ({exc}); "
+                "reinstall mcore-diagnose (pip install --force-reinstall mcore-diagnose)"
+            ) from None
+    if root is None and _CHECKOUT_DIR.is_dir():
+        found = [f for f in _CHECKOUT_DIR.iterdir() if f.name.endswith(".toml")]
+    if not found:
+        where = str(root) if root is not None else "the package analyzer.patterns"
+        raise CatalogError(
+            f"the built-in pattern catalog is empty: no *.toml file in {where}. The installation "
+            "is broken; reinstall mcore-diagnose (pip install --force-reinstall mcore-diagnose)"
+        )
+    return sorted(found, key=lambda f: f.name)
+
+
+def builtin_dir() -> Path:
+    """The directory of the built-in catalog when it lies on the file system.
+
+    Prefer ``builtin_files()``, which also works when the package is imported from a zip.
+    """
+    first = builtin_files()[0]
+    if isinstance(first, Path):
+        return first.parent
+    with resources.as_file(first) as real:  # a zip import: no directory to name
+        return Path(real).parent
 
 
 def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
@@ -406,7 +482,7 @@ def _check_examples(p: Pattern, problems: list[str], limit: float | None) -> Non
             problems.append(f"matches counter-example {line[:100]!r}")
 
 
-def _load_file(path: Path, user: bool) -> list[Pattern]:
+def _load_file(path: Path | Traversable, user: bool) -> list[Pattern]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -435,8 +511,7 @@ def load_catalog(
 
     With ``validate`` every pattern must pass its own examples, or ``CatalogError`` is raised.
     """
-    builtin = builtin_dir()
-    files: list[tuple[Path, bool]] = [(f, False) for f in sorted(builtin.glob("*.toml"))]
+    files: list[tuple[Path | Traversable, bool]] = [(f, False) for f in builtin_files()]
     user_paths = list(extra) + (pattern_dirs_from_env() if use_env else [])
     for up in user_paths:
         if up.is_dir():
@@ -456,6 +531,11 @@ def load_catalog(
                 raise CatalogError(f"{path}: pattern id {p.id!r} already defined")
             ordered[p.id] = p
     patterns = list(ordered.values())
+    if not any(not p.user for p in patterns):
+        raise CatalogError(
+            "the built-in pattern catalog holds no pattern; reinstall mcore-diagnose "
+            "(pip install --force-reinstall mcore-diagnose)"
+        )
     if validate:
         bad = [f"{p.origin}: {p.id}: {msg}" for p in patterns for msg in check_pattern(p)]
         if bad:

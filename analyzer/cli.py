@@ -13,8 +13,15 @@ from typing import Annotated, Any
 import typer
 
 from analyzer import __version__
+from analyzer.color import ColorChoice
 from analyzer.triage.cli import triage_app
-from analyzer.verdict import EXIT_UNREADABLE, EXIT_USAGE
+from analyzer.verdict import (
+    EXIT_DIAGNOSED,
+    EXIT_NO_FAILURE,
+    EXIT_UNKNOWN,
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+)
 
 SUBCOMMANDS = {
     "diagnose",
@@ -26,6 +33,32 @@ SUBCOMMANDS = {
     "--install-completion",
     "--show-completion",
 }
+
+
+
+def _plain_argument_help() -> None:
+    """Show arguments in help as their metavar (``PATH...``), as click and most tools do.
+
+    typer 0.29 writes a required argument as ``{paths}...`` with its Python type
+    (``<list[str]>``) beside it; users should not see Python types.
+    """
+    from typer.core import TyperArgument
+
+    if not hasattr(TyperArgument, "_usage_display_name"):
+        return
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.metavar or (self.name or "").upper()
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument._rich_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+
+
+_plain_argument_help()
 
 app = typer.Typer(
     name="mcore-diagnose",
@@ -44,6 +77,30 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"mcore-diagnose {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit.",
+            is_eager=True,
+            callback=_version_callback,
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")
 app.add_typer(patterns_app, name="patterns")
 app.add_typer(triage_app, name="triage")
@@ -68,35 +125,48 @@ class TableFormat(StrEnum):
     parquet = "parquet"
 
 
-_SUFFIX_FORMAT = {
-    ".html": Format.html,
-    ".htm": Format.html,
-    ".md": Format.markdown,
-    ".json": Format.json,
-    ".txt": Format.text,
-}
-
 PathsArg = Annotated[
     list[str],
-    typer.Argument(help="Job directories, log files, or - for standard input.", show_default=False),
+    typer.Argument(
+        help="Job directories, log files, or - for standard input.",
+        metavar="PATH...",
+        show_default=False,
+    ),
 ]
 PatternsOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--patterns",
         "-p",
+        metavar="PATH",
         help="Extra pattern file or directory (repeatable); also MCORE_DIAGNOSE_PATTERNS.",
         show_default=False,
     ),
 ]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write to FILE, not standard output."),
 ]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show skipped files and the per-rank timeline.")
 ]
+ColorOpt = Annotated[
+    ColorChoice,
+    typer.Option(
+        "--color",
+        metavar="WHEN",
+        help=(
+            "Colour the terminal report: auto (only on a terminal; NO_COLOR, FORCE_COLOR, "
+            "CLICOLOR_FORCE and TERM=dumb are honoured), always or never."
+        ),
+        case_sensitive=False,
+    ),
+]
 WorkersOpt = Annotated[
-    int | None, typer.Option("--workers", "-j", help="Processes for reading (default: cores).")
+    int | None,
+    typer.Option(
+        "--workers", "-j", metavar="N", help="Processes for reading (default: one per core)."
+    ),
 ]
 
 
@@ -113,9 +183,13 @@ def _stdin_to_temp() -> Path:
     return Path(name)
 
 
-def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, show: bool) -> Any:
-    from analyzer.catalog import CatalogError
-
+def _load(
+    paths: list[str],
+    patterns: list[Path] | None,
+    workers: int | None,
+    show: bool,
+    catalog: Any = None,
+) -> Any:
     tmp: Path | None = None
     real: list[Path] = []
     for p in paths:
@@ -128,21 +202,18 @@ def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, sh
         from analyzer.api import analyze
         from analyzer.report.progress import progress_callback
 
+        cat = catalog if catalog is not None else _catalog(patterns)
         with progress_callback(show) as cb:
-            return analyze(real, patterns=patterns or [], workers=workers, progress=cb)
-    except CatalogError as exc:
-        fail(
-            f"cannot load patterns: {exc}\nFix the pattern file or leave out --patterns.",
-            EXIT_USAGE,
-        )
+            return analyze(real, catalog=cat, workers=workers, progress=cb, missing_ok=True)
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
 
 
-def _check_readable(a: Any, paths: list[str]) -> None:
+def _unreadable(a: Any, paths: list[str]) -> str | None:
+    """Why nothing of ``paths`` could be read (with what to do next), or None."""
     if a.read.readable:
-        return
+        return None
     problems = a.read.problems
     skipped = a.discovery.skipped
     if problems:
@@ -154,7 +225,13 @@ def _check_readable(a: Any, paths: list[str]) -> None:
         )
     else:
         msg = f"{', '.join(paths)}: empty directory, no log files to read"
-    fail(msg + "\nGive the job's log directory (where slurm-<jobid>.out is written).")
+    return msg + "\nGive the job's log directory (where slurm-<jobid>.out is written)."
+
+
+def _check_readable(a: Any, paths: list[str]) -> None:
+    msg = _unreadable(a, paths)
+    if msg:
+        fail(msg)
 
 
 def _write(text: str | bytes, output: Path | None) -> None:
@@ -173,6 +250,11 @@ def _write(text: str | bytes, output: Path | None) -> None:
         fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
 
 
+# Several jobs in one run exit with the most serious outcome: nothing readable, then a failure
+# of unknown cause, then a diagnosed failure, then no failure found.
+_EXIT_SEVERITY = (EXIT_NO_FAILURE, EXIT_DIAGNOSED, EXIT_UNKNOWN, EXIT_UNREADABLE)
+
+
 @app.command("diagnose")
 def diagnose_cmd(
     paths: PathsArg,
@@ -181,49 +263,148 @@ def diagnose_cmd(
         typer.Option(
             "--format",
             "-f",
-            help="Report format (default: from the -o suffix .html/.md/.json/.txt, else terminal).",
+            metavar="FORMAT",
+            help=(
+                "Report format: terminal, text, markdown, html or json (JSON Lines: one object "
+                "per job). Default: terminal on standard output; with -o, each file's suffix."
+            ),
+            show_default=False,
         ),
     ] = None,
-    output: OutputOpt = None,
+    output: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help=(
+                "Write the report to FILE instead of standard output; repeatable, the format "
+                "from each suffix (.html .htm .md .markdown .json .jsonl .txt .text)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    color: ColorOpt = ColorChoice.auto,
     patterns: PatternsOpt = None,
     verbose: VerboseOpt = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line per job.")] = False,
     workers: WorkersOpt = None,
 ) -> None:
-    """Diagnose a failed job: first failing rank, cause, fix (the default command).
+    """Diagnose failed jobs: first failing rank, cause, fix (the default command).
+
+    Each job directory is diagnosed on its own; log files named on the command line (and -
+    for standard input) together form one job.
 
     Examples:
 
       mcore-diagnose logs/job-1234/
 
-      mcore-diagnose logs/job-1234/ --format html -o report.html
+      mcore-diagnose logs/job-1234/ -o report.html -o report.txt -o report.json
 
-      mcore-diagnose slurm-1234.out --format json | jq .verdict
+      mcore-diagnose logs/job-1234/ logs/job-1235/ -f json | jq .verdict.category
+
+      mcore-diagnose slurm-1234.out train-1234.err --format json
     """
+    from analyzer.color import use_color
+    from analyzer.outputs import OutputError, combine, group_jobs, job_label, plan_outputs
+
+    try:
+        targets = plan_outputs(output or [], fmt.value if fmt else None)
+    except OutputError as exc:
+        fail(str(exc), EXIT_USAGE)
+    jobs = group_jobs(paths)
+    if len(jobs) > 1 and any(t.fmt == "html" for t in targets):
+        fail(
+            "an HTML report holds one job; give one job directory per run, or use "
+            "`mcore-diagnose triage` for many jobs",
+            EXIT_USAGE,
+        )
+    json_only = all(t.fmt == "json" for t in targets)
+    show_progress = not json_only and sys.stderr.isatty()
+    to_stdout = targets[0].path is None
+    tty = to_stdout and use_color(color, sys.stdout)
+    catalog = _catalog(patterns)
+    rendered: dict[int, list[tuple[str, str]]] = {i: [] for i in range(len(targets))}
+    codes: list[int] = []
+    for job in jobs:
+        label = job_label(job)
+        prefix = f"{label}: " if len(jobs) > 1 else ""
+        a = _load(job, patterns, workers, show_progress, catalog)
+        problem = _unreadable(a, job)
+        if problem is not None:
+            codes.append(EXIT_UNREADABLE)
+            typer.echo(f"mcore-diagnose: {problem}", err=True)  # the message names the path
+            for i, t in enumerate(targets):
+                if t.fmt == "json":
+                    rendered[i].append((label, _unreadable_json(label, problem, a)))
+            continue
+        d = a.diagnosis
+        codes.append(d.exit_code)
+        if verbose and targets[0].fmt == "terminal":
+            for rel, why in a.discovery.skipped:
+                typer.echo(f"{prefix}skipped {rel}: {why}", err=True)
+        for p in d.problems:
+            typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
+        for i, t in enumerate(targets):
+            text = _render_job(a, t.fmt, label, quiet, verbose, tty and t.path is None)
+            if quiet and t.fmt != "json":
+                text = prefix + text
+            rendered[i].append((label, text))
+    for i, t in enumerate(targets):
+        if rendered[i]:
+            try:
+                text = combine(t.fmt, rendered[i], lines=quiet)
+            except OutputError as exc:
+                fail(str(exc), EXIT_USAGE)
+            _write(text, t.path)
+    raise typer.Exit(max(codes, key=_EXIT_SEVERITY.index) if codes else EXIT_UNREADABLE)
+
+
+def _render_job(a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color: bool) -> str:
     from analyzer.report import render
 
-    if fmt is None:
-        fmt = _SUFFIX_FORMAT.get(output.suffix.lower(), Format.text) if output else Format.terminal
-    show_progress = fmt != Format.json and sys.stderr.isatty()
-    a = _load(paths, patterns, workers, show_progress)
-    _check_readable(a, paths)
-    d = a.diagnosis
-    if verbose and fmt == Format.terminal:
-        for rel, why in a.discovery.skipped:
-            typer.echo(f"skipped {rel}: {why}", err=True)
-    for p in d.problems:
-        typer.echo(f"mcore-diagnose: warning: {p}", err=True)
-    tty = output is None and sys.stdout.isatty()
-    out = render(a, fmt.value, quiet=quiet, verbose=verbose, color=tty)
-    _write(out, output)
-    raise typer.Exit(d.exit_code)
+    if fmt == "json":
+        from analyzer.outputs import json_line
+
+        return json_line(_with_job(a.diagnosis.as_dict(), label))
+    if quiet:
+        return render(a, fmt, quiet=True)
+    return render(a, fmt, verbose=verbose, color=color)
+
+
+def _with_job(obj: dict[str, Any], label: str) -> dict[str, Any]:
+    """The JSON object with ``job`` (the paths as given) right after ``schema_version``."""
+    return {"schema_version": obj["schema_version"], "job": label, **obj}
+
+
+def _unreadable_json(label: str, problem: str, a: Any) -> str:
+    from analyzer.outputs import json_line
+    from analyzer.verdict import SCHEMA_VERSION
+
+    return json_line(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "job": label,
+            "status": "unknown",
+            "verdict": None,
+            "error": problem.split("\n", 1)[0],
+            "hint": problem.split("\n", 1)[1] if "\n" in problem else None,
+            "problems": list(a.read.problems),
+            "skipped": [{"file": rel, "reason": why} for rel, why in a.discovery.skipped],
+            "files_read": 0,
+            "bytes_read": 0,
+        }
+    )
 
 
 @app.command("events")
 def events_cmd(
     paths: PathsArg,
     fmt: Annotated[
-        TableFormat, typer.Option("--format", "-f", help="Table format.")
+        TableFormat,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="Table format: table, csv, json or parquet."
+        ),
     ] = TableFormat.table,
     output: OutputOpt = None,
     by_rank: Annotated[bool, typer.Option("--by-rank", help="One row per rank.")] = False,
@@ -235,6 +416,9 @@ def events_cmd(
 ) -> None:
     """Print or write the rank × event table.
 
+    Each job directory is a job of its own: with several jobs the table gets a first column
+    ``job`` (the path as given); log files named on the command line form one job.
+
     Examples:
 
       mcore-diagnose events logs/job-1234/ --by-rank
@@ -243,18 +427,34 @@ def events_cmd(
     """
     import polars as pl
 
-    a = _load(paths, patterns, workers, False)
-    _check_readable(a, paths)
-    df = a.events
-    if not all_events and not by_rank:
-        df = df.filter(pl.col("role") != "context")
-    if by_rank:
-        df = a.by_rank()
+    from analyzer.outputs import group_jobs, job_label
+
+    jobs = group_jobs(paths)
+    catalog = _catalog(patterns)
+    frames = []
+    for job in jobs:
+        a = _load(job, patterns, workers, False, catalog)
+        _check_readable(a, job)
+        df = a.events
+        if not all_events and not by_rank:
+            df = df.filter(pl.col("role") != "context")
+        if by_rank:
+            df = a.by_rank()
+        if len(jobs) > 1:
+            df = df.select(pl.lit(job_label(job)).alias("job"), pl.all())
+        frames.append(df)
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    if by_rank and len(frames) > 1:  # a category one job lacks counts 0 there
+        from analyzer.ranks import COUNT_EXCLUDED
+
+        df = df.with_columns(pl.col(c).fill_null(0) for c in df.columns if c not in COUNT_EXCLUDED)
     if fmt == TableFormat.parquet:
         if output is None:
             fail("--format parquet needs -o FILE", EXIT_USAGE)
         df.write_parquet(output)
         return
+    if fmt in (TableFormat.csv, TableFormat.json):
+        df = _iso_times(df)
     if fmt == TableFormat.csv:
         flat = df.select([c for c in df.columns if df.schema[c] != pl.List])
         _write(flat.write_csv(), output)
@@ -267,6 +467,19 @@ def events_cmd(
     _write(table_text(df, by_rank=by_rank), output)
 
 
+def _iso_times(df: Any) -> Any:
+    """Datetime columns as strings in the tool's one ISO 8601 form (``analyzer.timefmt``)."""
+    import polars as pl
+
+    from analyzer.timefmt import POLARS_FORMAT
+
+    return df.with_columns(
+        pl.col(c).dt.to_string(POLARS_FORMAT)
+        for c, t in df.schema.items()
+        if isinstance(t, pl.Datetime)
+    )
+
+
 @patterns_app.command("list")
 def patterns_list(patterns: PatternsOpt = None) -> None:
     """List every pattern: id, category, role, title."""
@@ -277,7 +490,10 @@ def patterns_list(patterns: PatternsOpt = None) -> None:
 
 
 @patterns_app.command("show")
-def patterns_show(pattern_id: str, patterns: PatternsOpt = None) -> None:
+def patterns_show(
+    pattern_id: Annotated[str, typer.Argument(metavar="ID", help="A pattern id.")],
+    patterns: PatternsOpt = None,
+) -> None:
     """Show one pattern in full."""
     cat = _catalog(patterns)
     p = cat.by_id.get(pattern_id)
@@ -321,7 +537,10 @@ def patterns_test(patterns: PatternsOpt = None) -> None:
 
 
 @patterns_app.command("explain")
-def patterns_explain(line: str, patterns: PatternsOpt = None) -> None:
+def patterns_explain(
+    line: Annotated[str, typer.Argument(metavar="LINE", help="A log line, quoted.")],
+    patterns: PatternsOpt = None,
+) -> None:
     """Show which pattern matches LINE and what it captures."""
     from analyzer.prefixes import split_prefixes
     from analyzer.sanitize import clean_line
@@ -345,13 +564,21 @@ def patterns_explain(line: str, patterns: PatternsOpt = None) -> None:
             typer.echo(f"    {k} = {v}")
 
 
+def _catalog_hint(patterns: list[Path] | None) -> str:
+    from analyzer.catalog import ENV_VAR
+
+    if patterns or os.environ.get(ENV_VAR):
+        return f"\nFix the pattern file, or leave out --patterns and {ENV_VAR}."
+    return ""
+
+
 def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:
     from analyzer.catalog import CatalogError, load_catalog
 
     try:
         return load_catalog(patterns or [], validate=validate)
     except CatalogError as exc:
-        fail(f"cannot load patterns: {exc}", EXIT_USAGE)
+        fail(f"cannot load patterns: {exc}{_catalog_hint(patterns)}", EXIT_USAGE)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,6 +6,7 @@ skipped with a reason; symlinks are followed only inside the job directory and n
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,8 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF", "PDF document"),
 )
 GZIP_MAGIC = b"\x1f\x8b"
+SNIFF_BYTES = 4096
+"""How much of a file's head is read to tell text from binary."""
 _NUL_RUN = regex.compile(rb"\x00{32,}")
 _CONTROL_BYTES = bytes(b for b in range(32) if b < 9 or 13 < b < 27 or b > 27)
 _NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL_BYTES)
@@ -66,7 +69,13 @@ class Discovery:
 
 
 def sniff_binary(head: bytes) -> str | None:
-    """Why ``head`` (the first KiB of a file) is not a text log, or None if it looks like one."""
+    """Why ``head`` (the first KiBs of a file) is not a text log, or None if it looks like one.
+
+    Known magic numbers first; then, as ripgrep and ``file(1)`` do, the share of bytes a text
+    log never holds: NUL, C0 controls other than tab, newlines, form feed and ESC, and bytes
+    that are not valid UTF-8. Long NUL runs (a crashed node's zero-filled tail) and a UTF-8
+    character cut at the end of the sample are not counted.
+    """
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return what
@@ -78,10 +87,38 @@ def sniff_binary(head: bytes) -> str | None:
     if not head:
         return None
     nul = head.count(b"\x00")
-    ctrl = len(head.translate(None, _NOT_CONTROL))  # C0 controls other than \t\n\v\f\r, ESC
-    if nul > len(head) // 8 or ctrl > len(head) * 3 // 10:
+    ctrl = len(head.translate(None, _NOT_CONTROL)) - nul  # C0 controls but \t\n\v\f\r, ESC
+    invalid = _invalid_utf8(head)
+    n = len(head)
+    if nul > n // 8 or ctrl > n * 3 // 10:
         return "binary content"
+    bad = nul + ctrl + invalid
+    # Text in a legacy 8-bit encoding (Latin-1) is invalid UTF-8 but has no control bytes;
+    # random or compressed bytes have both (about 8 % controls, 50 % invalid UTF-8).
+    if n >= 64 and (
+        ((nul + ctrl) * 100 > n * 2 and bad * 100 > n * _BAD_PERCENT) or invalid * 100 > n * 30
+    ):
+        return (
+            f"binary content ({bad * 100 // n}% of the first {_kib(n)} is NUL, control bytes "
+            "or invalid UTF-8)"
+        )
     return None
+
+
+_BAD_PERCENT = 10
+"""A sample with more than this share of non-text bytes is binary (random bytes: ~50 %;
+a Latin-1 log or one with a few corrupted lines: a few %)."""
+_SURROGATE = regex.compile("[\udc80-\udcff]")
+
+
+def _invalid_utf8(head: bytes) -> int:
+    """Bytes of ``head`` that are not valid UTF-8 (a character cut at the end is forgiven)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    return len(_SURROGATE.findall(decoder.decode(head, final=False)))
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n >= 1024 else f"{n} bytes"
 
 
 def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
@@ -139,7 +176,7 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         try:
-            head = os.read(fd, 1024)
+            head = os.read(fd, SNIFF_BYTES)
         finally:
             os.close(fd)
     except OSError as exc:

@@ -22,6 +22,7 @@ from analyzer.categories import SLURM_END_CATEGORIES, info, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.hangs import find_culprit
+from analyzer.timefmt import iso
 from analyzer.verdict import Diagnosis, Evidence, Verdict
 
 SKEW = timedelta(seconds=2)
@@ -384,10 +385,16 @@ def decide(
 
 def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], list[str]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    ev = v.evidence[0] if v.evidence else None
     for r in rows:
         if r["role"] == "context":
             continue
-        if v.evidence and r["file"] == v.evidence[0].file and r["line"] == v.evidence[0].line:
+        if ev is not None and r["file"] == ev.file and r["line"] == ev.line:
+            continue
+        # The root restated is not downstream of itself: the same pattern on the same rank, or
+        # with no rank (a copy in another stream, the job-level twin of a step-level line), or
+        # on any rank when the verdict names none (every rank failed the same way).
+        if r["pattern_id"] == v.pattern_id and (v.rank is None or r.get("rank") in (v.rank, None)):
             continue
         groups[r["category"]].append(r)
     out: dict[str, Any] = {}
@@ -399,7 +406,7 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
         out[cat] = {
             "ranks": len(ranks),
             "events": len(rs),
-            "first_time": min(times).isoformat() if times else None,
+            "first_time": iso(min(times)) if times else None,
             "patterns": dict(pats.most_common(5)),
         }
         top = rs[0]
@@ -507,7 +514,7 @@ def diagnose_rows(
             "node": r.get("node"),
             "role": r["role"],
             "category": r["category"],
-            "time": r["time"].isoformat() if r["time"] else None,
+            "time": iso(r["time"]),
         }
         for r in _first_per_rank([r for r in rows if r["role"] != "context"])
     }

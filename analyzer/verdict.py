@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analyzer.timefmt import iso
+
 SCHEMA_VERSION = 1
 
 
@@ -76,7 +78,7 @@ class Verdict:
             "rank": self.rank,
             "local_rank": self.local_rank,
             "node": self.node,
-            "time": self.time.isoformat() if self.time else None,
+            "time": iso(self.time),
             "cause": self.cause,
             "fix": self.fix,
             "confidence": round(self.confidence, 2),
@@ -110,6 +112,8 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         """The command's exit status for this diagnosis (see :data:`EXIT_CODES`)."""
+        if self.status == "unknown":
+            return EXIT_UNREADABLE
         if self.status == "ok":
             return EXIT_NO_FAILURE
         if self.verdict.category == "unknown":

@@ -438,3 +438,54 @@ def test_user_pattern_claims_an_exception_line_over_the_generic(tmp_path):
 def test_fallback_tag_is_declared_on_the_catch_alls(catalog):
     tagged = {p.id for p in catalog.patterns if "fallback" in p.tags}
     assert "python.exception.uncaught" in tagged
+
+
+# --- the built-in catalog as an installed package sees it ------------------------------------
+
+
+def test_builtin_catalog_loads_from_a_namespace_package_path(tmp_path, monkeypatch):
+    """A wheel install gives ``analyzer.patterns`` as a namespace package: resources hands back
+    a MultiplexedPath, whose str() is no directory. The loader must iterate it, not str() it."""
+    from importlib.resources.readers import MultiplexedPath
+
+    import analyzer.catalog as catalog_mod
+
+    d = tmp_path / "site" / "analyzer" / "patterns"
+    d.mkdir(parents=True)
+    src = catalog_mod._CHECKOUT_DIR / "slurm.toml"
+    (d / "slurm.toml").write_bytes(src.read_bytes())
+    monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: MultiplexedPath(d))
+    cat = load_catalog(use_env=False)
+    assert cat.patterns and {p.origin for p in cat.patterns} == {"slurm.toml"}
+
+
+def test_empty_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
+    import analyzer.catalog as catalog_mod
+
+    empty = tmp_path / "patterns"
+    empty.mkdir()
+    monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: empty)
+    with pytest.raises(CatalogError, match=r"built-in pattern catalog is empty.*reinstall"):
+        load_catalog(use_env=False)
+
+
+def test_unreadable_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
+    import analyzer.catalog as catalog_mod
+
+    d = tmp_path / "patterns"
+    d.mkdir()
+    (d / "nccl.toml").write_bytes(b"\xff\xfe not utf-8 [[[")
+    monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: d)
+    with pytest.raises(CatalogError, match=r"nccl.toml"):
+        load_catalog(use_env=False)
+
+
+def test_builtin_catalog_without_patterns_is_a_hard_error(tmp_path, monkeypatch):
+    import analyzer.catalog as catalog_mod
+
+    d = tmp_path / "patterns"
+    d.mkdir()
+    (d / "nccl.toml").write_text("# nothing here\n")
+    monkeypatch.setattr(catalog_mod.resources, "files", lambda _pkg: d)
+    with pytest.raises(CatalogError, match="holds no pattern"):
+        load_catalog(use_env=False)

@@ -96,3 +96,44 @@ def test_unreadable_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     (d / "locked.log").chmod(0)
     a = analyze(d)
     assert any("locked.log" in p for p in a.read.problems)
+
+
+def test_random_bytes_named_like_a_log_are_skipped_by_content(tmp_path: Path) -> None:
+    """200 KB of random bytes as slurm-1.out: few NULs, so only the share of control bytes and
+    invalid UTF-8 gives it away (as ripgrep and file(1) tell binary from text)."""
+    import random
+
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "slurm-1.out").write_bytes(random.Random(7).randbytes(200_000))
+    disc = discover([d])
+    assert disc.files == []
+    ((rel, why),) = disc.skipped
+    assert rel == "slurm-1.out" and "binary content" in why and "invalid UTF-8" in why
+    assert analyze(d).diagnosis.exit_code == 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fehler beim Öffnen der Datei für Rang 3: Zugriff verweigert\n" * 60,  # Latin-1
+        "naïve café — training résumé ✓ 日本語のログ\n" * 60,  # UTF-8 with many non-ASCII
+    ],
+)
+def test_text_in_other_encodings_is_still_read(tmp_path: Path, text: str) -> None:
+    d = tmp_path / "job"
+    d.mkdir()
+    enc = "latin-1" if "Öffnen" in text else "utf-8"
+    (d / "slurm-1.out").write_bytes(text.encode(enc, "replace") + TB.encode())
+    disc = discover([d])
+    assert [f.rel for f in disc.files] == ["slurm-1.out"], disc.skipped
+
+
+def test_a_few_corrupted_lines_do_not_make_a_log_binary(tmp_path: Path) -> None:
+    junk = b"\xff\xfe\xc3\x00\x00\xed\xa0\x80\xf0\x9f\x98 \x00\x07"
+    data = b"".join(b"iteration %d | loss 2.5\n" % i + (junk if i % 10 == 0 else b"")
+                    for i in range(200))
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "slurm-1.out").write_bytes(data + TB.encode())
+    assert [f.rel for f in discover([d]).files] == ["slurm-1.out"]

@@ -20,10 +20,19 @@ def terminal_width(default: int = 100) -> int:
 def render(
     a: Analysis, fmt: str, *, quiet: bool = False, verbose: bool = False, color: bool = False
 ) -> str:
-    """The report for ``a`` in ``fmt`` (terminal, text, markdown, html, json).
+    """The report for ``a`` (an ``analyzer.api.Analysis``) as a string.
 
-    ``color`` says the output goes to a terminal: the terminal report is then coloured (unless
-    ``NO_COLOR`` is set) and as wide as the terminal. ``quiet`` gives one line (not for JSON).
+    Parameters:
+        a: the analysis of one job, from ``analyzer.analyze``.
+        fmt: ``terminal`` (rich panels and the rank grid), ``text`` (the same in plain text),
+            ``markdown``, ``html`` (one self-contained page) or ``json`` (the object of
+            ``docs/contract.md``, indented; the command line prints it on one line).
+        quiet: one line, ``category rank=… node=… confidence=…: cause`` (not for JSON).
+        verbose: add the per-rank timeline and show tracebacks and long lines whole.
+        color: the terminal report carries ANSI colours and is as wide as the terminal
+            (``analyzer.color.use_color`` decides it on the command line).
+
+    Raises ``ValueError`` for an unknown ``fmt``. Log text is escaped for the format.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")

@@ -252,7 +252,7 @@ def grid_from(
             kind=kinds[rk],
             category=cat_of(rk),
             role=info.get("role"),
-            time=clean(t).replace("T", " ", 1) if t else None,
+            time=clean(t).replace("T", " ", 1).removesuffix(".000000") if t else None,
             key=keys[(kinds[rk], cat_of(rk))],
         )
         if cell.kind == "culprit":

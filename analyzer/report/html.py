@@ -10,10 +10,11 @@ its letter, so the grid still reads when colours are lost.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
-from analyzer.report.grid import Grid
+from analyzer.report.grid import KIND_LABEL, Grid
 from analyzer.report.model import EvidenceView, ReportModel, build_model
 from analyzer.report.safe import html_text, shorten
 
@@ -36,6 +37,8 @@ overflow:hidden}
 font-weight:700;margin:0 0 2px}
 h1{font-size:22px;margin:0 0 10px;line-height:1.25}
 h1 .cat{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em;
+background:#f0f2f4;padding:0 .25em;border-radius:3px}
 h1 .title{font-weight:400;color:#3b4652}
 h2{font-size:15px;margin:22px 0 8px;padding-bottom:4px;border-bottom:1px solid #e3e7eb}
 section{padding:0 22px}
@@ -59,7 +62,7 @@ ul.sym{margin:0;padding-left:20px}
 .node .nl{display:block;font:10px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 color:#5f6b77;max-width:120px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}
 .cells{display:block;max-width:112px;line-height:0}
-.c{display:inline-block;width:12px;height:12px;margin:0 1px 1px 0;border-radius:2px;
+.c,.cells>span{display:inline-block;width:12px;height:12px;margin:0 1px 1px 0;border-radius:2px;
 font:bold 9px/12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;text-align:center;
 vertical-align:top}
 .legend{margin-top:6px;font-size:12px;color:#3b4652}
@@ -78,6 +81,15 @@ def e(text: object) -> str:
     return html_text(text)
 
 
+def prose(text: object) -> str:
+    """Escaped running text whose ``code`` spans become ``<code>`` elements."""
+    from analyzer.report.safe import code_spans
+
+    return "".join(
+        f"<code>{e(part)}</code>" if is_code else e(part) for is_code, part in code_spans(str(text))
+    )
+
+
 def _kv(rows: list[tuple[str, str]]) -> str:
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<table class="kv">{body}</table>'
@@ -89,13 +101,13 @@ def _verdict(m: ReportModel) -> str:
     if m.status != "ok":
         who = e(m.who)
         if m.rank_note:
-            who += f'<div class="note">{e(m.rank_note)}</div>'
+            who += f'<div class="note">{prose(m.rank_note)}</div>'
         rows.append(("First failing", who))
         if m.time:
             rows.append(("Time", e(m.time)))
-    rows.append(("Cause", e(m.cause)))
+    rows.append(("Cause", prose(m.cause)))
     if m.fix:
-        rows.append(("Fix", e(m.fix)))
+        rows.append(("Fix", prose(m.fix)))
     conf = f"{m.confidence:.2f}"
     if m.pattern_id:
         conf += f' <span class="note">pattern {e(m.pattern_id)}</span>'
@@ -140,12 +152,30 @@ def _grid_style(g: Grid) -> str:
     )
 
 
+def _short_tooltip(c: Any, day: str | None) -> str:
+    """The cell's tooltip without what its row already says (the node) and, for symptom and
+    quiet ranks, without the day every event shares: a 1,024-rank page stays under 100 KB,
+    the size at which mail clients start to clip."""
+    if c.kind not in ("none", "symptom"):
+        return str(c.tooltip)
+    parts = [f"rank {c.rank}"]
+    # a symptom's letter is lower-case and the legend says so: the category is enough
+    parts.append(KIND_LABEL["none"] if c.kind == "none" else str(c.category))
+    if c.time:
+        parts.append(c.time[len(day) + 1 :] if day and c.time.startswith(day + " ") else c.time)
+    return " · ".join(parts)
+
+
 def _grid(g: Grid) -> str:
     by_val = {(k.kind, k.category): i for i, k in enumerate(g.keys)}
+    days = Counter(c.time.split(" ", 1)[0] for c in g.cells if c.time)
+    day = days.most_common(1)[0][0] if days else None
     nodes = []
     for n in g.nodes:
         cells = "".join(
-            _cell(c.mark, f"k{by_val[(c.key.kind, c.key.category)]}", c.tooltip) for c in n.cells
+            f'<span class="k{by_val[(c.key.kind, c.key.category)]}" '
+            f'title="{e(_short_tooltip(c, day))}">{e(c.mark)}</span>'
+            for c in n.cells
         )
         nodes.append(
             f'<div class="node" title="node {e(n.label)} ({len(n.cells)} ranks)">'
@@ -160,7 +190,7 @@ def _grid(g: Grid) -> str:
         f'<p class="summary">{e(g.summary)}</p><div class="grid">{"".join(nodes)}</div>'
         f'<div class="legend">{legend}</div>'
         '<p class="note">One cell per rank, grouped by node, marked by the rank\'s first event; '
-        "hover a cell for its rank, node, event and time.</p>"
+        "hover a cell for its rank, event and time.</p>"
     )
 
 
@@ -195,13 +225,14 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
     if m.attempts:
         items = "".join(
             f"<li>attempt {a.attempt}: <b>{e(a.category)}</b> (rank {e(a.rank)}, "
-            f"{a.confidence:.2f}): {e(a.cause)}</li>"
+            f"{a.confidence:.2f}): {prose(a.cause)}</li>"
             for a in m.attempts
         )
         parts.append(f"<section><h2>Per-attempt verdicts</h2><ul>{items}</ul></section>")
     if m.alternatives:
         items = "".join(
-            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): {e(a.cause)}</li>"
+            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): "
+            f"{prose(a.cause)}</li>"
             for a in m.alternatives[:3]
         )
         parts.append(f"<section><h2>Also considered</h2><ul>{items}</ul></section>")

@@ -43,6 +43,21 @@ def code(text: str) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
+def prose(text: str) -> str:
+    """Running text with its ``code`` spans kept as code spans (everything else escaped)."""
+    from analyzer.report.safe import code_spans
+
+    out = []
+    for is_code, part in code_spans(text):
+        if is_code:
+            out.append(code(part))
+        else:  # md() trims: keep the spaces around code spans
+            lead = " " if part[:1].isspace() else ""
+            trail = " " if part[-1:].isspace() and part.strip() else ""
+            out.append(lead + md(part) + trail)
+    return "".join(out)
+
+
 def fence(lines: list[str], info: str = "text") -> str:
     """A fenced code block that no line inside can close."""
     body = "\n".join(lines)
@@ -87,16 +102,16 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
     """The Markdown report of ``m``."""
     title = code(m.category) + (f" — {md(m.title)}" if m.title else "")
     out: list[str] = [f"# mcore-diagnose: {title}", "", f"*Job {_STATUS[m.severity]}.*", ""]
-    out += ["| | |", "|---|---|"]
+    out += ["| Verdict | Value |", "|---|---|"]
     out.append(f"| **Category** | {code(m.category)} |")
     if m.status != "ok":
-        who = md(m.who) + (f" <br>*{md(m.rank_note)}*" if m.rank_note else "")
+        who = md(m.who) + (f" <br>*{prose(m.rank_note)}*" if m.rank_note else "")
         out.append(f"| **First failing** | {who} |")
         if m.time:
             out.append(f"| **Time** | {md(m.time)} |")
-    out.append(f"| **Cause** | {md(m.cause)} |")
+    out.append(f"| **Cause** | {prose(m.cause)} |")
     if m.fix:
-        out.append(f"| **Fix** | {md(m.fix)} |")
+        out.append(f"| **Fix** | {prose(m.fix)} |")
     conf = f"{m.confidence:.2f}" + (f" (pattern {code(m.pattern_id)})" if m.pattern_id else "")
     out += [f"| **Confidence** | {conf} |", ""]
     if m.status != "ok" and m.evidence:
@@ -107,7 +122,7 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
         out += ["## Downstream symptoms", ""]
         out += [f"- {md(s)}" for s in m.symptoms]
         out.append("")
-    out += ["## Job", "", "| | |", "|---|---|"]
+    out += ["## Job", "", "| Fact | Value |", "|---|---|"]
     out += [f"| {md(k)} | {md(v)} |" for k, v in m.facts]
     out += [f"| logs | {md(m.logs)} |", ""]
     if m.grid.cells:
@@ -129,14 +144,14 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
         out += ["## Per-attempt verdicts", ""]
         out += [
             f"- attempt {a.attempt}: {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
-            f"{md(a.cause)}"
+            f"{prose(a.cause)}"
             for a in m.attempts
         ]
         out.append("")
     if m.alternatives:
         out += ["## Also considered", ""]
         out += [
-            f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {md(a.cause)}"
+            f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {prose(a.cause)}"
             for a in m.alternatives[:3]
         ]
         out.append("")

@@ -259,7 +259,7 @@ def build_model(a: Analysis) -> ReportModel:
         symptoms=[clean(s) for s in d.symptom_lines],
         facts=_facts(a, grid),
         grid=grid,
-        alternatives=[_alt(x) for x in d.alternatives],
+        alternatives=[_alt(x) for x in d.alternatives if x.category != v.category],
         attempts=[_alt(x) for x in d.attempts],
         problems=[clean(p) for p in d.problems],
         timeline=_timeline(grid),

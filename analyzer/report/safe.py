@@ -49,3 +49,22 @@ def shorten(text: str, limit: int) -> str:
     if limit <= 0 or len(text) <= limit:
         return text
     return text[:limit] + f" …[{len(text) - limit} more chars]"
+
+
+_CODE_SPAN = regex.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: str) -> list[tuple[bool, str]]:
+    """``text`` split into (is_code, part): the catalog's causes and fixes mark commands and
+    identifiers with single backticks; a report shows them as code, not as literal backticks.
+    An unpaired backtick stays text."""
+    parts: list[tuple[bool, str]] = []
+    pos = 0
+    for m in _CODE_SPAN.finditer(text):
+        if m.start() > pos:
+            parts.append((False, text[pos : m.start()]))
+        parts.append((True, m[1]))
+        pos = m.end()
+    if pos < len(text):
+        parts.append((False, text[pos:]))
+    return parts

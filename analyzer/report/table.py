@@ -35,7 +35,8 @@ def table_text(df: pl.DataFrame, *, by_rank: bool = False) -> str:
     """Fixed-width rows, one per event (or per rank); long messages are cut."""
     import polars as pl
 
-    cols = [c for c in (_RANK_COLS if by_rank else _COLS) if c in df.columns]
+    first = ["job"] if "job" in df.columns else []  # several jobs in one table
+    cols = first + [c for c in (_RANK_COLS if by_rank else _COLS) if c in df.columns]
     extra = [c for c in df.columns if by_rank and c not in cols and c not in ("pattern_id",)]
     view = df.select(cols + extra)
     with pl.Config(

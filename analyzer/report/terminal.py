@@ -10,7 +10,6 @@ escape sequence at all.
 from __future__ import annotations
 
 import io
-import os
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
@@ -262,9 +261,9 @@ def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: i
 
 
 def to_terminal(a: Analysis, *, color: bool, verbose: bool = False, width: int = WIDTH) -> str:
-    """Render the report; ``color`` only on a TTY, never when ``NO_COLOR`` is set."""
-    use_color = color and not os.environ.get("NO_COLOR")
-    return render_model(build_model(a), color=use_color, verbose=verbose, width=width)
+    """Render the report, with ANSI colours when ``color`` (``analyzer.color.use_color``
+    decides it for the command line: ``--color``, ``NO_COLOR``, ``FORCE_COLOR``, a TTY)."""
+    return render_model(build_model(a), color=color, verbose=verbose, width=width)
 
 
 def to_text(a: Analysis, *, verbose: bool = False, width: int = WIDTH) -> str:

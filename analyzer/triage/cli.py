@@ -7,6 +7,7 @@ inside the commands so that ``mcore-diagnose --version`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from analyzer.color import ColorChoice
 from analyzer.verdict import EXIT_DIAGNOSED as EXIT_OK
 from analyzer.verdict import EXIT_USAGE
 
@@ -44,13 +46,16 @@ triage_app = typer.Typer(
 
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write the table: .parquet, .csv or .json."),
+    typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the table: .parquet, .csv or .json."
+    ),
 ]
 BaselineOpt = Annotated[
     Path | None,
     typer.Option(
         "--baseline",
         "-b",
+        metavar="FILE",
         help="A previous triage table: mark fingerprints never seen before and ones that vanished.",
     ),
 ]
@@ -62,6 +67,16 @@ SummaryOpt = Annotated[
         help="Also write the summary to this file: .md, .html or .txt (repeatable).",
         show_default=False,
         metavar="FILE",
+    ),
+]
+ColorOpt = Annotated[
+    ColorChoice,
+    typer.Option(
+        "--color",
+        metavar="WHEN",
+        help="Colour the summary: auto (a terminal; NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE, "
+        "TERM=dumb honoured), always or never.",
+        case_sensitive=False,
     ),
 ]
 QuietOpt = Annotated[
@@ -109,6 +124,7 @@ def _finish(
     quiet: bool,
     meta: dict[str, Any],
     warnings: list[str],
+    color: ColorChoice = ColorChoice.auto,
 ) -> None:
     from analyzer.triage.summary import (
         mark_new,
@@ -137,7 +153,9 @@ def _finish(
     if not quiet:
         import shutil
 
-        tty = sys.stdout.isatty()
+        from analyzer.color import use_color
+
+        tty = use_color(color, sys.stdout)
         width = shutil.get_terminal_size((120, 24)).columns
         sys.stdout.write(render_terminal(s, color=tty, width=width))
     elif warnings:
@@ -145,6 +163,45 @@ def _finish(
             typer.echo(f"mcore-diagnose triage: warning: {w}", err=True)
     if output is not None and not quiet:
         typer.echo(f"wrote {output} ({df.height} jobs)", err=True)
+
+
+def _use_patterns(patterns: list[Path]) -> None:
+    """Check the extra patterns once here, then hand them to the workers (which load the
+    catalog themselves) through ``MCORE_DIAGNOSE_PATTERNS``."""
+    from analyzer.catalog import ENV_VAR, CatalogError, load_catalog
+
+    try:
+        load_catalog(patterns)
+    except CatalogError as exc:
+        _usage(f"cannot load patterns: {exc}")
+    extra = [str(p.resolve()) for p in patterns]
+    if os.environ.get(ENV_VAR):
+        extra.append(os.environ[ENV_VAR])
+    os.environ[ENV_VAR] = os.pathsep.join(extra)
+
+
+def _add_sacct(rows: list[dict[str, Any]], verbose: bool) -> None:
+    """SLURM's name, user, partition, state, start and end of each job, where sacct tells."""
+    from analyzer.triage.slurm import sacct_info
+
+    info, why = sacct_info(str(r.get("job_id") or "") for r in rows)
+    for r in rows:
+        r.update(info.get(str(r.get("job_id") or ""), {}))
+    if why and verbose:
+        typer.echo(f"mcore-diagnose triage: no SLURM job details: {why}", err=True)
+
+
+def _job_line(row: dict[str, Any]) -> str:
+    """``path: status category rank=R node=N`` (and the note) for --verbose."""
+    parts = [f"{row['path']}: {row.get('status') or '?'}"]
+    if row.get("category"):
+        parts.append(str(row["category"]))
+    for key in ("rank", "node"):
+        if row.get(key) is not None:
+            parts.append(f"{key}={row[key]}")
+    if row.get("note"):
+        parts.append(f"({' '.join(str(row['note']).split())[:200]})")
+    return " ".join(parts)
 
 
 class _Progress:
@@ -193,25 +250,55 @@ def run_cmd(
         typer.Option(
             "--workers",
             "-j",
+            metavar="N",
             help="Worker processes (default: the CPUs available; 0: in this process, no limits).",
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds one job may take (0: no limit).")
+        float, typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds one job may take (0: no limit)."
+        )
     ] = 600.0,
     max_memory: Annotated[
         float | None,
         typer.Option(
             "--max-memory",
+            metavar="GIB",
             help="GiB one job's worker may use (default: 80% of memory over the workers; 0: no "
             "limit).",
         ),
     ] = None,
     max_depth: Annotated[
-        int, typer.Option("--max-depth", help="How deep below each root to search.")
+        int, typer.Option("--max-depth", metavar="N", help="How deep below each root to search.")
     ] = 12,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,
+    patterns: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--patterns",
+            "-p",
+            metavar="PATH",
+            help="Extra pattern file or directory (repeatable); also MCORE_DIAGNOSE_PATTERNS.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="One line per job on stderr: status, category, rank, node."
+        ),
+    ] = False,
+    sacct: Annotated[
+        bool,
+        typer.Option(
+            "--sacct",
+            help="Fill job name, user, partition, state, start and end from this cluster's "
+            "sacct (only for jobs that ran on this cluster: job ids are not unique across "
+            "clusters).",
+        ),
+    ] = False,
+    color: ColorOpt = ColorChoice.auto,
     quiet: QuietOpt = False,
 ) -> None:
     """Find job directories under ROOTs, diagnose them in parallel, summarise (the default).
@@ -235,6 +322,8 @@ def run_cmd(
     if timeout < 0:
         _usage("--timeout must be 0 or more")
     baseline_df = _load_baseline(baseline)
+    if patterns:
+        _use_patterns(patterns)
     roots = list(roots or [])
     if not roots and jobs_from is None:
         _usage("give one or more ROOT directories, or --jobs-from FILE")
@@ -292,7 +381,12 @@ def run_cmd(
         max_memory=mem,
         progress=_Progress(not quiet and sys.stderr.isatty()),
     )
-    _finish(to_frame(rows), output, baseline_df, baseline, summaries, quiet, meta, [])
+    if sacct:
+        _add_sacct(rows, verbose)
+    if verbose:
+        for row in rows:
+            typer.echo(_job_line(row), err=True)
+    _finish(to_frame(rows), output, baseline_df, baseline, summaries, quiet, meta, [], color)
     raise typer.Exit(EXIT_OK)
 
 
@@ -309,6 +403,7 @@ def merge_cmd(
     output: OutputOpt = None,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,
+    color: ColorOpt = ColorChoice.auto,
     quiet: QuietOpt = False,
 ) -> None:
     """Combine the parts of a sharded triage into one table and summary.
@@ -334,5 +429,5 @@ def merge_cmd(
         "merged_parts": len(parts),
         "fingerprint_version": FINGERPRINT_VERSION,
     }
-    _finish(df, output, baseline_df, baseline, summaries, quiet, meta, warnings)
+    _finish(df, output, baseline_df, baseline, summaries, quiet, meta, warnings, color)
     raise typer.Exit(EXIT_OK)

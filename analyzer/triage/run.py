@@ -39,16 +39,38 @@ COLUMNS: dict[str, str] = {
     "pattern_id": "str",
     "rank": "int",
     "node": "str",
-    "time": "str",
+    "time": "datetime",
     "fingerprint": "str",
     "fingerprint_version": "int",
     "cause": "str",
+    "fix": "str",
+    "phase": "str",
+    "world_size": "int",
+    "tp": "int",
+    "pp": "int",
+    "cp": "int",
+    "dp": "int",
     "duration_s": "float",
     "last_iteration": "int",
     "confidence": "float",
+    "job_name": "str",
+    "user": "str",
+    "partition": "str",
+    "slurm_state": "str",
+    "start": "datetime",
+    "end": "datetime",
     "note": "str",
 }
-"""The triage table's columns, in order (``time`` is ISO 8601 as written in the logs)."""
+"""The triage table's columns, in order. ``time`` is a datetime (the wall clock of the logs; in
+JSON and CSV the ISO 8601 form of ``analyzer.timefmt``)."""
+
+
+def polars_schema() -> dict[str, Any]:
+    """:data:`COLUMNS` as a polars schema."""
+    import polars as pl
+
+    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64, "datetime": pl.Datetime("us")}
+    return {k: types[t] for k, t in COLUMNS.items()}
 
 JobFunc = Callable[[str, str], dict[str, Any]]
 
@@ -90,8 +112,19 @@ def problem_row(job: Job, status: str, note: str) -> dict[str, Any]:
     return row
 
 
-def _iso(t: datetime | None) -> str | None:
-    return t.isoformat() if t is not None else None
+def _node_label(v: Any, hosts: dict[int, str]) -> str | None:
+    """The verdict's node as a host name when the logs give one for its index (and the host
+    names tell the nodes apart), else as the verdict names it."""
+    if v.node is None:
+        return None
+    node = str(v.node)
+    if node.isdigit() and v.node_index is not None and len(set(hosts.values())) == len(hosts):
+        return hosts.get(v.node_index, node)
+    return node
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _duration(times: list[datetime]) -> float | None:
@@ -124,7 +157,7 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
     from analyzer.triage.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id)
-    a = analyze(path, catalog=_catalog(), workers=1)
+    a = analyze(path, catalog=_catalog(), workers=1, missing_ok=True)
     d = a.diagnosis
     v = d.verdict
     row = empty_row(job)
@@ -145,9 +178,16 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
         category=v.category,
         pattern_id=v.pattern_id,
         rank=v.rank,
-        node=str(v.node) if v.node is not None else None,
-        time=_iso(v.time),
+        node=_node_label(v, a.attributed.geometry.task_hosts),
+        time=v.time.replace(tzinfo=None) if v.time is not None else None,
         cause=v.cause,
+        fix=v.fix or None,
+        phase=d.phase,
+        world_size=_int(d.facts.get("world_size")),
+        tp=_int(d.facts.get("tp")),
+        pp=_int(d.facts.get("pp")),
+        cp=_int(d.facts.get("cp")),
+        dp=_int(d.facts.get("dp")),
         duration_s=_duration(times),
         last_iteration=d.facts.get("last_iteration"),
         confidence=round(float(v.confidence), 2) if v.confidence is not None else None,
@@ -441,7 +481,6 @@ def to_frame(rows: list[dict[str, Any]]) -> Any:
     sorted by path."""
     import polars as pl
 
-    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
-    schema = {k: types[t] for k, t in COLUMNS.items()}
+    schema = polars_schema()
     data = {k: [r.get(k) for r in rows] for k in schema}
     return pl.DataFrame(data, schema=schema).sort("path")

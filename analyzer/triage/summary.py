@@ -79,20 +79,30 @@ def table_format(path: Path) -> str:
 
 def write_table(df: pl.DataFrame, path: Path, meta: dict[str, Any] | None = None) -> None:
     """Write the triage table (format from the suffix; parquet carries ``meta``)."""
+    import polars as pl
+
+    from analyzer.timefmt import POLARS_FORMAT
+
     fmt = table_format(path)
     if fmt == "parquet":
         df.write_parquet(path, metadata={META_KEY: json.dumps(meta or {}, sort_keys=True)})
-    elif fmt == "csv":
-        df.write_csv(path)
+        return
+    flat = df.with_columns(
+        pl.col(c).dt.to_string(POLARS_FORMAT)
+        for c, t in df.schema.items()
+        if isinstance(t, pl.Datetime)
+    )
+    if fmt == "csv":
+        flat.write_csv(path)
     else:
-        path.write_text(json.dumps(df.to_dicts(), indent=1, default=str) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(flat.to_dicts(), indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def read_table(path: Path) -> pl.DataFrame:
     """Read a triage table (parquet, CSV or JSON) into the canonical schema."""
     import polars as pl
 
-    from analyzer.triage.run import COLUMNS
+    from analyzer.triage.run import polars_schema
 
     fmt = table_format(path)
     try:
@@ -112,18 +122,28 @@ def read_table(path: Path) -> pl.DataFrame:
     missing = [c for c in ("path", "status", "fingerprint") if c not in df.columns]
     if missing and df.height:
         raise TableError(f"{path}: not a triage table (no column {', '.join(missing)})")
-    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
+    schema = polars_schema()
     cols = []
-    for c, t in COLUMNS.items():
-        if c in df.columns:
-            cols.append(pl.col(c).cast(types[t], strict=False))
+    for c, t in schema.items():
+        if c not in df.columns:
+            cols.append(pl.lit(None, dtype=t).alias(c))
+        elif isinstance(t, pl.Datetime) and not isinstance(df.schema[c], pl.Datetime):
+            # CSV/JSON, or a table written before time was a datetime: any ISO 8601 form
+            cols.append(_parse_times(df[c]).alias(c))
         else:
-            cols.append(pl.lit(None, dtype=types[t]).alias(c))
-    return (
-        df.select(cols)
-        if df.width
-        else pl.DataFrame(schema={c: types[t] for c, t in COLUMNS.items()})
-    )
+            cols.append(pl.col(c).cast(t, strict=False))
+    return df.select(cols) if df.width else pl.DataFrame(schema=schema)
+
+
+def _parse_times(col: pl.Series) -> pl.Series:
+    """ISO 8601 strings (``T`` or space, any fraction, an offset dropped) -> naive datetimes."""
+    import polars as pl
+
+    from analyzer.timestamps import parse_iso
+
+    stamps = [parse_iso(v) if isinstance(v, str) else None for v in col.cast(pl.Utf8).to_list()]
+    values = [s.to_datetime(1970) if s is not None else None for s in stamps]
+    return pl.Series(col.name, values, dtype=pl.Datetime("us"))
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -174,10 +194,9 @@ def merge_tables(paths: list[Path]) -> tuple[pl.DataFrame, list[str]]:
 def read_table_empty() -> pl.DataFrame:
     import polars as pl
 
-    from analyzer.triage.run import COLUMNS
+    from analyzer.triage.run import polars_schema
 
-    types = {"str": pl.Utf8, "int": pl.Int64, "float": pl.Float64}
-    return pl.DataFrame(schema={c: types[t] for c, t in COLUMNS.items()})
+    return pl.DataFrame(schema=polars_schema())
 
 
 # ------------------------------------------------------------------------------------------
@@ -202,6 +221,7 @@ def _by_fingerprint(df: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
             pl.col("pattern_id").first(),
             pl.col("cause").first(),
             pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("path").head(EXAMPLES).alias("example_paths"),
             *extra,
         )
         .sort(["jobs", "fingerprint"], descending=[True, False])
@@ -233,6 +253,7 @@ def summarize(
         .agg(
             pl.col("path").n_unique().alias("jobs"),
             pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("path").head(EXAMPLES).alias("example_paths"),
             pl.col("category").unique(maintain_order=True).alias("categories"),
             pl.col("fingerprint").n_unique().alias("fingerprints"),
         )
@@ -405,7 +426,10 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
                 )
     for n in s.notes:
         con.print(Text(f"note: {n}"))
-    return buf.getvalue()
+    out = buf.getvalue()
+    if not color:  # piped text: rich pads table cells to the full width
+        out = "\n".join(line.rstrip() for line in out.split("\n"))
+    return out
 
 
 def md_escape(text: Any) -> str:
@@ -497,6 +521,22 @@ def _h(text: Any) -> str:
     return html_text(text)
 
 
+def _job_links(r: dict[str, Any]) -> str:
+    """Example job ids linked to their directories (``file://`` links: open them in the
+    browser, or copy the path)."""
+    from pathlib import Path
+
+    links = []
+    paths = r.get("example_paths") or []
+    for i, job in enumerate(r["examples"]):
+        path = paths[i] if i < len(paths) else None
+        if isinstance(path, str) and path.startswith("/"):
+            links.append(f'<a href="{_h(Path(path).as_uri())}" title="{_h(path)}">{_h(job)}</a>')
+        else:
+            links.append(_h(job))
+    return ", ".join(links)
+
+
 def render_html(s: Summary) -> str:
     """The summary as one self-contained HTML page (no scripts, no external resources)."""
     new_col = s.baseline is not None
@@ -519,7 +559,7 @@ def render_html(s: Summary) -> str:
             p.append(
                 f'<tr><td class="n">{r["jobs"]}</td><td>{_h(r["category"])}</td>'
                 f"<td>{_h(r['pattern_id'])}</td><td>{_h(r['cause'])}</td>"
-                f"<td>{_h(', '.join(r['examples']))}</td><td><code>{_h(r['fingerprint'])}"
+                f"<td>{_job_links(r)}</td><td><code>{_h(r['fingerprint'])}"
                 "</code></td>"
                 + (f'<td class="new">{"new" if r.get("new") else ""}</td>' if new_col else "")
                 + "</tr>"
@@ -540,7 +580,7 @@ def render_html(s: Summary) -> str:
             p.append(
                 f'<tr><td>{_h(r["node"])}</td><td class="n">{r["jobs"]}</td>'
                 f"<td>{_h(', '.join(c for c in r['categories'] if c))}</td>"
-                f"<td>{_h(', '.join(r['examples']))}</td></tr>"
+                f"<td>{_job_links(r)}</td></tr>"
             )
         p.append("</table>")
     else:

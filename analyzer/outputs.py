@@ -1,0 +1,135 @@
+"""Where ``diagnose`` writes, in which format, and how several jobs share one output.
+
+* ``-o FILE`` may be given several times; each file's format comes from its suffix
+  (``.html``/``.htm``, ``.md``/``.markdown``, ``.json``/``.jsonl``, ``.txt``/``.text``). A
+  suffix that names no format is an error (not plain text in a ``.pdf``), unless ``--format``
+  is given with a single ``-o``, which then wins as it always did.
+* Without ``-o`` the report goes to standard output in ``--format`` (default: terminal).
+* Several jobs in one run: JSON is JSON Lines (one object per job, one per line); text,
+  terminal and Markdown reports follow one another under a heading per job; HTML holds one job.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+
+SUFFIX_FORMAT = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".json": "json",
+    ".jsonl": "json",
+    ".txt": "text",
+    ".text": "text",
+}
+
+
+class OutputError(ValueError):
+    """An output that cannot be honoured (a usage error, exit 64)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One destination: a file, or standard output when ``path`` is None."""
+
+    path: Path | None
+    fmt: str
+
+
+def plan_outputs(outputs: Sequence[Path], fmt: str | None) -> list[Target]:
+    """The destinations for ``-o`` files and ``--format`` (see the module docstring)."""
+    if not outputs:
+        return [Target(None, fmt or "terminal")]
+    if fmt is not None and len(outputs) > 1:
+        raise OutputError(
+            "--format applies to a single -o; with several -o each file's suffix gives its "
+            f"format ({', '.join(SUFFIX_FORMAT)})"
+        )
+    seen: set[Path] = set()
+    targets = []
+    for out in outputs:
+        key = Path(out).absolute()
+        if key in seen:
+            raise OutputError(f"{out} is given twice with -o")
+        seen.add(key)
+        if fmt is not None:
+            targets.append(Target(out, "text" if fmt == "terminal" else fmt))
+            continue
+        by_suffix = SUFFIX_FORMAT.get(out.suffix.lower())
+        if by_suffix is None:
+            raise OutputError(
+                f"cannot tell the report format of {out} from its suffix "
+                f"{out.suffix or '(none)'}; use one of {', '.join(SUFFIX_FORMAT)}, or give "
+                "--format with this single -o"
+            )
+        targets.append(Target(out, by_suffix))
+    return targets
+
+
+def group_jobs(paths: Sequence[str]) -> list[list[str]]:
+    """Split command-line paths into jobs: each directory is a job of its own; files named
+    explicitly (and ``-``, standard input) together form one job, placed where the first was."""
+    jobs: list[list[str]] = []
+    files: list[str] | None = None
+    for p in paths:
+        if p != "-" and _is_dir(p):
+            jobs.append([p])
+        elif files is None:
+            files = [p]
+            jobs.append(files)
+        else:
+            files.append(p)
+    return jobs
+
+
+def _is_dir(p: str) -> bool:
+    try:
+        return stat.S_ISDIR(Path(p).stat().st_mode)
+    except OSError:
+        return False
+
+
+# json.dumps(ensure_ascii=False) escapes C0 controls but writes C1 controls and bidi overrides
+# raw; escape them too so no terminal acts on them (as analyzer.report.jsonout does).
+_RAW = regex.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_line(obj: dict[str, Any]) -> str:
+    """One JSON object on one line (JSON Lines), newline-terminated."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return _RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + "\n"
+
+
+def job_label(job: Sequence[str]) -> str:
+    """How a job is named in reports and in the JSON ``job`` key."""
+    return " ".join("(stdin)" if p == "-" else p for p in job)
+
+
+def combine(fmt: str, parts: Sequence[tuple[str, str]], *, lines: bool = False) -> str:
+    """Several jobs' reports (label, text) as one output in ``fmt``; ``lines``: one-line
+    reports (``--quiet``), simply one after another."""
+    if len(parts) == 1 or fmt == "json" or lines:
+        return "".join(text for _label, text in parts)
+    if fmt == "html":
+        raise OutputError(
+            "an HTML report holds one job; give one job directory per run, or use "
+            "`mcore-diagnose triage` for many jobs"
+        )
+    out = []
+    for i, (label, text) in enumerate(parts):
+        if fmt == "markdown":
+            from analyzer.report.markdown import md
+
+            out.append(("\n---\n\n" if i else "") + f"**Job {md(label)}**\n\n" + text)
+        else:
+            rule = "=" * min(100, max(20, len(label) + 8))
+            out.append(("\n" if i else "") + f"{rule}\nJob {label}\n{rule}\n" + text)
+    return "".join(out)

@@ -1,0 +1,67 @@
+"""Packaging metadata users and tools look at: license, version, changelog, classifiers."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import analyzer
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+PROJECT = PYPROJECT["project"]
+
+
+def test_license_is_an_spdx_expression_with_its_file() -> None:
+    assert PROJECT["license"] == "Apache-2.0"
+    assert PROJECT["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    # PEP 639: a license expression replaces the License :: classifiers
+    assert not any(c.startswith("License ::") for c in PROJECT["classifiers"])
+    req = PYPROJECT["build-system"]["requires"]
+    m = next(re.match(r"setuptools>=(\d+)", r) for r in req if r.startswith("setuptools"))
+    assert m and int(m[1]) >= 77, "SPDX license strings need setuptools 77"
+
+
+def test_version_is_defined_once() -> None:
+    assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
+    attr = PYPROJECT["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    assert attr == "analyzer.__version__"
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+|rc\d+)?", analyzer.__version__)
+
+
+def test_changelog_has_the_current_version() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in text
+    assert f"## [{analyzer.__version__}]" in text
+
+
+def test_classifiers_keywords_and_typing() -> None:
+    assert len(PROJECT["keywords"]) >= 5
+    cls = PROJECT["classifiers"]
+    assert "Typing :: Typed" in cls and "Programming Language :: Python :: 3.11" in cls
+    assert (ROOT / "analyzer" / "py.typed").is_file()
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["analyzer"]
+
+
+def test_uv_lock_is_in_sync_with_pyproject() -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
+    (me,) = [p for p in lock["package"] if p["name"] == "mcore-diagnose"]
+    locked = {d["name"] for d in me["dependencies"]}
+    wanted = {re.split(r"[<>=;\[ ]", d, maxsplit=1)[0] for d in PROJECT["dependencies"]}
+    assert locked == wanted
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if uv is None:
+        pytest.skip("uv is not installed (pip install uv) to check the lock exactly")
+    r = subprocess.run([uv, "lock", "--check", "--offline"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
