@@ -13,12 +13,15 @@ from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import Discovery, discover
 from analyzer.events import build_rows, by_rank, to_frame
 from analyzer.facts import JobFacts, collect_facts
+from analyzer.flightrec.integrate import evidence_rows, read_flight_recorder
 from analyzer.read import ReadResult, read_job
 from analyzer.reason import diagnose_rows
 from analyzer.verdict import Diagnosis
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from analyzer.flightrec.analyze import FrFinding
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Analysis:
     facts: JobFacts
     catalog: Catalog
     notes: list[str] = field(default_factory=list)
+    flightrec: FrFinding | None = None
+    """What the PyTorch Flight Recorder dumps show (None without dumps)."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -53,6 +58,9 @@ class Analysis:
         ]
         d.files = len(self.read.scans)
         d.bytes_read = sum(s.bytes_read for s in self.read.scans)
+        if self.flightrec is not None:
+            d.flight_recorder = self.flightrec.as_dict()
+            d.problems += self.flightrec.problems
         if d.status == "ok" and not self.read.readable:
             d.status = "unknown"
         return d
@@ -85,4 +93,8 @@ def analyze(
     att = attribute(rr.scans)
     rows = build_rows(att)
     facts = collect_facts(rows)
-    return Analysis(plist, rr, att, rows, facts, cat)
+    world_size = facts.get("world_size") or att.geometry.world_size
+    fr = read_flight_recorder(disc.fr_dumps, rows, world_size)
+    if fr is not None:
+        rows += evidence_rows(fr, rows)
+    return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr)

@@ -35,8 +35,35 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def find_culprit(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
-    """Compare the ranks' timeout reports; ``universe`` is every rank the job had."""
+def find_culprit(
+    timeouts: list[dict[str, Any]], universe: set[int], dump: dict[str, Any] | None = None
+) -> HangFinding:
+    """Compare the ranks' timeout reports; ``universe`` is every rank the job had; ``dump`` is
+    the event row in which the Flight Recorder dumps name a culprit (the strongest evidence)."""
+    logs = _from_logs(timeouts, universe)
+    if dump is None:
+        return logs
+    return from_dumps(dump, logs)
+
+
+def from_dumps(dump: dict[str, Any], logs: HangFinding) -> HangFinding:
+    """The dumps' culprit, with what the logs alone said beside it."""
+    rank = dump["rank"]
+    reason = f"the Flight Recorder dumps show it: {dump.get('fr_reason') or dump['text']}"
+    if logs.rank is None:
+        reason += " (the logs alone name no rank)"
+    elif logs.rank != rank:
+        reason += f" (the logs alone pointed at rank {logs.rank}: {logs.reason})"
+    else:
+        reason += " (the logs agree)"
+    conf = float(dump.get("fr_confidence") or 0.7)
+    if logs.rank == rank:
+        conf = min(0.95, conf + 0.05)
+    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.get("fr_kind")})
+
+
+def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
+    """The culprit from the timeout lines alone."""
     reporting = {r["rank"] for r in timeouts if r.get("rank") is not None}
     # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
     for r in timeouts:

@@ -20,6 +20,7 @@ from analyzer.catalog import render
 from analyzer.categories import SLURM_END_CATEGORIES, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
+from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
 from analyzer.verdict import Diagnosis, Evidence, Verdict
 
@@ -225,7 +226,7 @@ def _enrich_node(
 def _hang_verdict(
     timeouts: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> Verdict:
-    finding = find_culprit(timeouts, _universe(rows, facts, geo))
+    finding = find_culprit(timeouts, _universe(rows, facts, geo), culprit_row(rows))
     first = _earliest(timeouts)
     v = _verdict_from(first, facts, geo, finding.confidence)
     v.category = "collective_timeout"
