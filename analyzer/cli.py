@@ -100,6 +100,7 @@ OutputOpt = Annotated[
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show skipped files and the per-rank timeline.")
 ]
+FR_HELP = "Flight Recorder dumps (*_trace_rank_N) kept outside the job dir (repeatable)."
 WorkersOpt = Annotated[
     int | None, typer.Option("--workers", "-j", help="Processes for reading (default: cores).")
 ]
@@ -194,6 +195,7 @@ def diagnose_cmd(
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line.")] = False,
     workers: WorkersOpt = None,
+    fr: Annotated[list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False)] = None,
 ) -> None:
     """Diagnose a failed job: first failing rank, cause, fix (the default command).
 
@@ -210,7 +212,7 @@ def diagnose_cmd(
     if fmt is None:
         fmt = _SUFFIX_FORMAT.get(output.suffix.lower(), Format.text) if output else Format.terminal
     show_progress = fmt != Format.json and sys.stderr.isatty()
-    a = _load(paths, patterns, workers, show_progress)
+    a = _load([*paths, *(fr or [])], patterns, workers, show_progress)
     _check_readable(a, paths)
     d = a.diagnosis
     if verbose and fmt == Format.terminal:

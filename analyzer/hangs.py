@@ -15,6 +15,8 @@ from typing import Any
 import regex
 
 _INTS = regex.compile(r"\d+")
+_C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
+"""The torch.distributed function a traceback's collective call went through."""
 
 
 @dataclass
@@ -100,6 +102,27 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
                     rows,
                     {"seq": seq, "op": ops[rk], "others_op": majority},
                 )
+    # 2b. Collective mismatch from the tracebacks (gloo): the c10d function each rank's
+    # timed-out call went through; only the culprit's names the other collective.
+    calls: dict[int, str] = {}
+    for r in timeouts:
+        found = _C10D_CALL.findall(r.get("traceback") or "")
+        if found and r.get("rank") is not None:
+            calls.setdefault(r["rank"], found[-1])
+    counts = Counter(calls.values())
+    if len(calls) >= 3 and len(counts) > 1:
+        majority, n_major = counts.most_common(1)[0]
+        odd = [rk for rk, op in calls.items() if op != majority]
+        if len(odd) == 1 and n_major > len(calls) - n_major:
+            rk = odd[0]
+            return HangFinding(
+                rk,
+                f"rank {rk} timed out in {calls[rk]} while the other {n_major} timed out in "
+                f"{majority} (their tracebacks): a collective mismatch",
+                0.7,
+                [r for r in timeouts if r.get("rank") == rk][:1],
+                {"op": calls[rk], "others_op": majority},
+            )
     # 3. The one rank whose "last enqueued" work is behind everyone else's.
     enq: dict[int, int] = {}
     for r in timeouts:

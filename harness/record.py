@@ -373,6 +373,13 @@ def expected_toml(sc: Scenario, result: RunResult | None = None) -> str:
     ]
     if result is not None:
         lines.append(f"job_id = {result.job_id}")
+    if sc.flight_recorder:
+        lines += [
+            "# Flight Recorder dumps in fr/ (pickle; fr-json/: JSON); TORCHFRTRACE.md: what",
+            "# torchfrtrace says; logs_only_rank: the culprit the logs alone name (-1: none)",
+            "flight_recorder = true",
+            f"logs_only_rank = {sc.logs_only_rank if sc.logs_only_rank is not None else -1}",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -45,6 +45,7 @@ class Scenario:
     max_seconds: float = 120  # how long the harness waits for the job to end
     light: bool = False  # mostly idle: may run next to the other scenarios
     flight_recorder: bool = False  # dump gloo's Flight Recorder buffer into $JOB_DIR/fr/
+    logs_only_rank: int | None = None  # the culprit the logs alone name (-1: none), FR jobs
 
     @property
     def layout(self) -> str:
@@ -354,6 +355,7 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         "fr-rank-stops",
         "hang",
         1,
+        logs_only_rank=1,
         description="rank 1 stops calling collectives before the gradient all-reduce of "
         "iteration 4; the others time out in gloo after 15 s. Every rank dumps its Flight "
         "Recorder buffer from a watchdog thread (6 s without progress), the waiting ranks again "
@@ -372,6 +374,7 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         "fr-wrong-op",
         "wrong-op",
         2,
+        logs_only_rank=2,
         description="at iteration 4 rank 2 calls broadcast where the others all-reduce the "
         "loss; the ranks time out in gloo and dump their Flight Recorder buffers on the "
         "exception",
@@ -388,6 +391,7 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         "fr-late-rank",
         "late",
         3,
+        logs_only_rank=3,
         description="at iteration 4 rank 3 enters the loss all-reduce 18 s late, after the "
         "others' 15 s timeout (they wait 8 s for the dumps before exiting, as NCCL's watchdog "
         "does); every rank dumps its Flight Recorder buffer on the collective's exception",
@@ -402,6 +406,7 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         "fr-size-bigger",
         "size-bigger",
         1,
+        logs_only_rank=-1,
         description="at iteration 4 rank 1 all-reduces 2 elements where the others all-reduce "
         "a scalar loss; the ranks dump their Flight Recorder buffers on the exception",
         category="collective_timeout",
@@ -413,6 +418,7 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         "fr-size-smaller",
         "size-smaller",
         2,
+        logs_only_rank=-1,
         description="at iteration 4 rank 2 all-reduces an empty tensor where the others "
         "all-reduce a scalar loss; the ranks dump their Flight Recorder buffers on the "
         "exception",

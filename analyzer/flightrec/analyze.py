@@ -265,8 +265,14 @@ def build_groups(ds: DumpSet, world: set[int] | None = None) -> tuple[dict[str, 
 # ------------------------------------------------------------------------------------------
 # the rules
 # ------------------------------------------------------------------------------------------
+def _plain(v: Any) -> Any:
+    return [_plain(x) for x in v] if isinstance(v, (list, tuple)) else v
+
+
 def _sizes(e: Entry) -> str:
-    return f"{list(e.in_sizes) if e.in_sizes else []}->{list(e.out_sizes) if e.out_sizes else []}"
+    """``[[4, 8]]`` (input sizes), or ``[[4, 8]]->[[16, 8]]`` when the output differs."""
+    i, o = _plain(e.in_sizes or []), _plain(e.out_sizes or [])
+    return str(i) if i == o else f"{i}->{o}"
 
 
 def _odd_one(values: dict[int, Any]) -> tuple[list[int], Any, Any] | None:
@@ -506,13 +512,11 @@ def analyze_dumps(ds: DumpSet, world: set[int] | None = None) -> FrFinding:
         suspects += [(f, g) for f in fs]
     suspects.sort(key=lambda fg: (_ORDER[fg[0]["kind"]], fg[0]["rank"] is None))
     _notes_on_content(ds, notes)
-    table = _table(groups, stuck, ds)
     out = FrFinding(
         None,
         None,
         "the dumps do not single out a rank",
         0.5,
-        table=table,
         notes=notes,
         problems=problems,
         ranks_with_dumps=ds.ranks,
@@ -524,6 +528,9 @@ def analyze_dumps(ds: DumpSet, world: set[int] | None = None) -> FrFinding:
         ],
     )
     named = [(f, g) for f, g in suspects if f.get("rank") is not None]
+    if suspects:
+        stuck[suspects[0][1].name] = suspects[0][0].get("seq") or stuck[suspects[0][1].name]
+    out.table = _table(groups, stuck, ds)
     if suspects and (not named or suspects[0][0].get("rank") is None):
         out.reason = suspects[0][0]["reason"]
         return out
