@@ -171,6 +171,10 @@ class Recorder:
             result.job_dir, dest, self.replacements(sc, result.job_dir), hostnames=host_names()
         )
         (dest / "expected.toml").write_text(expected_toml(sc, result))
+        if sc.flight_recorder and (dest / "fr").is_dir():
+            from harness.frtrace import describe
+
+            (dest / "TORCHFRTRACE.md").write_text(describe(dest))
         return dest
 
 

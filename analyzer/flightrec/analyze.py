@@ -22,7 +22,7 @@ from analyzer.flightrec.load import Dump, DumpSet, status_int
 
 LATE_MIN_S = 5.0
 """A rank is late when its entry was created at least this long after the others' ..."""
-LATE_TIMEOUT_SHARE = 0.25
+LATE_TIMEOUT_SHARE = 0.05
 """... and at least this share of the collective's timeout."""
 _RANKS_LIST = regex.compile(r"^\s*\[\s*(?:\d+\s*(?:,\s*\d+\s*)*)?,?\s*\]\s*$")
 _INT = regex.compile(r"\d+")
