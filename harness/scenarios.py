@@ -429,6 +429,28 @@ FR_SCENARIOS: tuple[Scenario, ...] = (
         label=True,
     ),
 )
+FR_SCENARIOS += (
+    _fr(
+        "fr-size-abort",
+        "size-huge",
+        1,
+        logs_only_rank=-1,
+        description="at iteration 4 rank 1 all-reduces 1000 elements where the others "
+        "all-reduce a scalar loss: its ring neighbour aborts in gloo's I/O thread "
+        "(gloo::EnforceNotMet, SIGABRT) without a dump; the others fail on the closed "
+        "connection and dump their Flight Recorder buffers",
+        category="collective_timeout",
+        cause="rank 1 all-reduced 1000 elements where the others all-reduced 1; its neighbour "
+        "aborted on the oversized message",
+        must_contain=(
+            r"terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+            r"Received data size doesn't match expected size",
+            r"flight recorder dump \(collective failed: \w+\) written to",
+        ),
+        output="combined",
+        label=True,
+    ),
+)
 SCENARIOS = SCENARIOS + FR_SCENARIOS
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

@@ -24,6 +24,8 @@ iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
                       loss all-reduce: it arrives after the others timed out
 ``size-bigger``       one rank all-reduces a loss tensor of 2 elements instead of 1
 ``size-smaller``      one rank all-reduces an empty loss tensor instead of 1 element
+``size-huge``         one rank all-reduces 1000 elements instead of 1: its ring neighbour
+                      aborts in gloo's I/O thread (``gloo::EnforceNotMet``, SIGABRT)
 
 Flight Recorder (``TORCH_FR_DUMP_TEMP_FILE`` set, e.g. ``$JOB_DIR/fr/gloo_trace_rank_``): gloo
 records every collective but never dumps by itself, so the script writes
@@ -64,6 +66,7 @@ FAULTS = (
     "late",
     "size-bigger",
     "size-smaller",
+    "size-huge",
 )
 
 
@@ -352,6 +355,8 @@ def reduce_loss(args: argparse.Namespace, reduced: torch.Tensor, iteration: int,
         dist.all_reduce(torch.cat([reduced.reshape(1), reduced.reshape(1)]))
     elif args.fault == "size-smaller":
         dist.all_reduce(reduced.reshape(1)[:0])
+    elif args.fault == "size-huge":
+        dist.all_reduce(torch.ones(1000))
     else:
         dist.all_reduce(reduced)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer import analyze
 from analyzer.cli import main
@@ -393,3 +395,99 @@ def test_recorded_rank_stops_has_json_twins_and_uses_the_pickles() -> None:
     assert a.flightrec is not None
     assert any("JSON dump(s) duplicate" in n for n in a.flightrec.notes)
     assert a.flightrec.stack  # frames come from the pickles
+
+
+# ------------------------------------------------------------------------------------------
+# real dumps with a dump taken away, and malformed dumps
+# ------------------------------------------------------------------------------------------
+def _job_without(sample: str, ranks: set[int], tmp_path: Path) -> Path:
+    job = tmp_path / sample
+    shutil.copytree(REPO / "sample_logs" / "real" / sample, job)
+    shutil.rmtree(job / "fr-json", ignore_errors=True)
+    for r in ranks:
+        (job / "fr" / f"gloo_trace_rank_{r}").unlink()
+    return job
+
+
+def test_culprit_without_its_dump_is_named_as_the_one_without(tmp_path: Path) -> None:
+    # what gloo does when a size mismatch aborts the culprit: no dump from it
+    a = analyze(_job_without("fr-size-smaller", {2}, tmp_path))
+    assert a.flightrec is not None
+    assert (a.flightrec.rank, a.flightrec.kind) == (2, "no_dump")
+    assert a.flightrec.ranks_without_dumps == [2]
+
+
+def test_a_healthy_rank_without_a_dump_changes_nothing(tmp_path: Path) -> None:
+    a = analyze(_job_without("fr-wrong-op", {0}, tmp_path))
+    assert a.flightrec is not None
+    assert (a.flightrec.rank, a.flightrec.kind) == (2, "mismatch")
+    assert any("no dump from rank 0" in n for n in a.flightrec.notes)
+
+
+def test_a_truncated_dump_is_a_problem_and_the_rest_still_counts(tmp_path: Path) -> None:
+    job = _job_without("fr-wrong-op", set(), tmp_path)
+    p = job / "fr" / "gloo_trace_rank_3"
+    p.write_bytes(p.read_bytes()[:700])
+    a = analyze(job)
+    assert a.flightrec is not None and a.flightrec.rank == 2
+    assert any("gloo_trace_rank_3" in x and "truncated" in x for x in a.diagnosis.problems)
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 40), st.text(max_size=5), st.floats(allow_nan=True)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "collective_seq_id": st.one_of(st.integers(-2, 6), st.text(max_size=2), st.none()),
+        "process_group": st.one_of(
+            st.tuples(st.sampled_from(["0", "1", ""]), st.text(max_size=3)), _values
+        ),
+        "profiling_name": st.one_of(
+            st.sampled_from(["nccl:all_reduce", "gloo:broadcast"]), _values
+        ),
+        "input_sizes": _values,
+        "output_sizes": _values,
+        "input_dtypes": _values,
+        "time_created_ns": st.one_of(st.integers(0, 2**62), _values),
+        "timeout_ms": _values,
+        "frames": _values,
+        "is_p2p": _values,
+        "pg_id": _values,
+        "record_id": _values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 5), st.lists(_entry, max_size=6), min_size=1, max_size=4),
+    st.dictionaries(st.text(max_size=3), _values, max_size=2),
+)
+def test_malformed_entries_never_raise(per: dict[int, list[dict[str, Any]]], cfg: Any) -> None:
+    ds = DumpSet()
+    for r, entries in per.items():
+        pg_config = {k: v for k, v in cfg.items() if isinstance(v, dict)}
+        ds.dumps[r] = Dump(r, f"x_trace_rank_{r}", "pickle", "2.10", entries, pg_config)
+    f = analyze_dumps(ds, world={0, 1, 2, 3})
+    table_lines(f)
+    json.dumps(f.as_dict(), default=str)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_values, _values, _values), min_size=2, max_size=5))
+def test_odd_sizes_and_dtypes_at_one_seq_never_raise(shapes: list[tuple[Any, Any, Any]]) -> None:
+    per = {
+        r: [_e(1, input_sizes=i, output_sizes=o, input_dtypes=d)]
+        for r, (i, o, d) in enumerate(shapes)
+    }
+    f = analyze_dumps(_dumps(per))
+    table_lines(f)
+    json.dumps(f.as_dict(), default=str)

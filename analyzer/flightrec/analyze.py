@@ -159,6 +159,8 @@ def _freeze(v: Any) -> Any:
     """Lists (JSON) and tuples (pickle) compare equal once frozen."""
     if isinstance(v, (list, tuple)):
         return tuple(_freeze(x) for x in v)
+    if isinstance(v, (dict, set)):  # not in a real dump; hashable for the comparisons
+        return repr(v)
     return v
 
 
@@ -466,7 +468,8 @@ def _show(what: str, e: Entry) -> str:
         return e.op
     if what == "sizes":
         return f"{e.op} of sizes {_sizes(e)}"
-    return f"{e.op} of dtype {', '.join(e.dtypes) or '?'}"
+    dtypes = e.dtypes if isinstance(e.dtypes, tuple) else (e.dtypes,)
+    return f"{e.op} of dtype {', '.join(map(str, dtypes)) or '?'}"
 
 
 _ORDER = {"mismatch": 0, "missing": 1, "late": 2, "behind": 3, "no_dump": 4}
