@@ -491,3 +491,10 @@ def test_odd_sizes_and_dtypes_at_one_seq_never_raise(shapes: list[tuple[Any, Any
     f = analyze_dumps(_dumps(per))
     table_lines(f)
     json.dumps(f.as_dict(), default=str)
+
+
+def test_huge_sequence_ids_are_not_iterated() -> None:
+    per = {r: [_e(1), _e(10**15 if r == 0 else 2)] for r in range(3)}
+    f = analyze_dumps(_dumps(per))  # returns at once
+    assert f.rank is None
+    assert "only rank 0 enqueued collective #1000000000000000" in f.reason

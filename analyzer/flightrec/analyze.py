@@ -108,6 +108,8 @@ class FrFinding:
     seq: int | None = None
     op: str | None = None
     others_op: str | None = None
+    record_id: int | None = None
+    """The culprit's entry in its dump (``record_id``), when it has one."""
     stack: list[str] = field(default_factory=list)
     """The culprit's Python stack at the stuck call (pickle dumps only), innermost first."""
     table: list[RankState] = field(default_factory=list)
@@ -131,6 +133,7 @@ class FrFinding:
             "seq": self.seq,
             "op": self.op,
             "others_op": self.others_op,
+            "record_id": self.record_id,
             "stack": self.stack,
             "table": [r.as_dict() for r in self.table],
             "notes": self.notes,
@@ -318,7 +321,8 @@ def _group_findings(g: Group, ds: DumpSet) -> tuple[list[dict[str, Any]], int | 
         return found, None
     # 1. mismatch by majority at the earliest seq where the present ranks disagree
     lo = max(first.values()) if all(first.values()) else 1
-    for seq in range(lo, frontier + 1):
+    # the seq ids present (a dump is untrusted: never a range over its numbers)
+    for seq in sorted({s for r in dumped for s in g.entries.get(r, {}) if s >= lo}):
         here = {r: g.entries[r][seq] for r in dumped if seq in g.entries.get(r, {})}
         if len(here) < 2:
             continue
@@ -370,7 +374,20 @@ def _group_findings(g: Group, ds: DumpSet) -> tuple[list[dict[str, Any]], int | 
     behind = sorted(r for r in dumped if last[r] < frontier)
     at_front = [r for r in dumped if last[r] == frontier]
     front_op = g.entries[at_front[0]][frontier].op
-    if behind and len(behind) < len(at_front) + len(behind):
+    if behind and len(behind) * 2 >= len(dumped):
+        found.append(
+            {
+                "kind": "behind",
+                "rank": None,
+                "seq": frontier,
+                "reason": (
+                    f"only rank{'s' if len(at_front) > 1 else ''} {_short(at_front)} enqueued "
+                    f"collective #{frontier} of group {g.name}; the other {len(behind)} stopped "
+                    "earlier, so no single rank is behind the rest (a rank can run ahead)"
+                ),
+            }
+        )
+    elif behind:
         if len(behind) == 1:
             r = behind[0]
             found.append(
@@ -549,6 +566,7 @@ def analyze_dumps(ds: DumpSet, world: set[int] | None = None) -> FrFinding:
         )
         e: Entry | None = f.get("entry")
         if e is not None:
+            out.record_id = e.record_id
             out.stack = _describe_stack(e)
             where = _user_frame(e)
             if where and f["kind"] in ("missing", "behind"):

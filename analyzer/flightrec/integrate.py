@@ -1,5 +1,8 @@
 """Join the Flight Recorder evidence to the logs: event-table rows, the hang culprit, a table.
 
+A row's ``file`` is the dump's path; ``line`` is the culprit entry's ``record_id + 1`` (its
+place in the dump), 0 for the per-rank rows.
+
 The dumps found by discovery are read and compared (``analyze_dumps``); what they show becomes
 ``context`` rows of the event table with ``source = "flight_recorder"`` (one per rank of the
 stuck group, one for the culprit), which the hang reasoning reads (``culprit_row``). Context
@@ -96,6 +99,7 @@ def evidence_rows(f: FrFinding, rows: list[dict[str, Any]]) -> list[dict[str, An
             _row(
                 _where(rows, f.rank),
                 file=f.dump_files.get(f.rank) or next(iter(f.dump_files.values()), "(dumps)"),
+                line=f.record_id + 1 if f.record_id is not None else 0,
                 rank=f.rank,
                 pattern_id=CULPRIT_PREFIX + f.kind,
                 title=f"Flight Recorder: rank {f.rank} {f.kind.replace('_', ' ')}",
