@@ -169,7 +169,8 @@ def load_dump(path: Path, rank: int | None = None, shown: str | None = None) -> 
         size = path.stat().st_size
         if size > MAX_DUMP_BYTES:
             raise DumpError(f"{size:,} bytes, over the {MAX_DUMP_BYTES >> 20} MiB limit")
-        data = path.read_bytes()
+        with open(path, "rb") as fh:  # never more than the limit, even if it grew
+            data = fh.read(MAX_DUMP_BYTES + 1)
         mtime = path.stat().st_mtime
     except OSError as exc:
         raise DumpError(f"cannot read ({exc.strerror or exc})") from None
