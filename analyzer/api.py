@@ -15,12 +15,15 @@ from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import Discovery, discover
 from analyzer.events import build_rows, to_frame
 from analyzer.facts import JobFacts, collect_facts
+from analyzer.flightrec.integrate import evidence_rows, read_flight_recorder
 from analyzer.read import ReadResult, read_job
 from analyzer.reason import ReadSummary, diagnose_rows
 from analyzer.verdict import Diagnosis
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from analyzer.flightrec.analyze import FrFinding
 
 
 @dataclass(repr=False)
@@ -42,6 +45,8 @@ class Analysis:
     facts: JobFacts
     catalog: Catalog
     notes: list[str] = field(default_factory=list)
+    flightrec: FrFinding | None = None
+    """What the PyTorch Flight Recorder dumps show (None without dumps)."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -58,6 +63,7 @@ class Analysis:
     @cached_property
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
+        fr = self.flightrec
         return diagnose_rows(
             [dict(r) for r in self.rows],
             self.facts,
@@ -68,10 +74,12 @@ class Analysis:
                     f"pattern {p.id}: {p.disabled_reason}"
                     for p in self.catalog.patterns
                     if p.disabled_reason
-                ],
+                ]
+                + (list(fr.problems) if fr is not None else []),
                 files=len(self.read.scans),
                 bytes_read=sum(s.bytes_read for s in self.read.scans),
                 readable=self.read.readable,
+                flight_recorder=fr.as_dict() if fr is not None else None,
             ),
         )
 
@@ -170,4 +178,7 @@ def analyze(
     rows = build_rows(att)
     facts = collect_facts(rows)
     att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
-    return Analysis(plist, rr, att, rows, facts, cat)
+    fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)
+    if fr is not None:
+        rows += evidence_rows(fr, rows)
+    return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr)

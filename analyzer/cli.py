@@ -162,6 +162,7 @@ ColorOpt = Annotated[
         case_sensitive=False,
     ),
 ]
+FR_HELP = "Flight Recorder dumps (*_trace_rank_N) kept outside the job dir (repeatable)."
 WorkersOpt = Annotated[
     int | None,
     typer.Option(
@@ -289,6 +290,7 @@ def diagnose_cmd(
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line per job.")] = False,
     workers: WorkersOpt = None,
+    fr: Annotated[list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False)] = None,
 ) -> None:
     """Diagnose failed jobs: first failing rank, cause, fix (the default command).
 
@@ -329,7 +331,7 @@ def diagnose_cmd(
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        a = _load(job, patterns, workers, show_progress, catalog)
+        a = _load([*job, *(fr or [])], patterns, workers, show_progress, catalog)
         problem = _unreadable(a, job)
         if problem is not None:
             codes.append(EXIT_UNREADABLE)

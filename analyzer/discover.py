@@ -14,6 +14,8 @@ from pathlib import Path
 
 import regex
 
+from analyzer.flightrec.load import is_dump_name, looks_like_dump
+
 LOG_SUFFIXES = (".out", ".err", ".log", ".txt", ".stdout", ".stderr")
 """File names read inside a directory (also with ``.gz``); ``error.json`` too."""
 
@@ -66,6 +68,8 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """Paths that could not be opened at all (shown even without --verbose)."""
+    fr_dumps: list[tuple[Path, str]] = field(default_factory=list)
+    """PyTorch Flight Recorder dumps (path, path shown), read by ``analyzer.flightrec``."""
 
 
 def sniff_binary(head: bytes) -> str | None:
@@ -167,6 +171,8 @@ def _is_log_name(name: str) -> bool:
 
 
 def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explicit: bool) -> None:
+    if is_dump_name(path.name) and _is_fr_dump(path, rel, st, out):
+        return
     if not explicit and not _is_log_name(path.name):
         out.skipped.append((rel, "not a log file name (.out/.err/.log/.txt, slurm-*, error.json)"))
         return
@@ -185,10 +191,28 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
     compressed = head.startswith(GZIP_MAGIC)
     if not compressed:
         why = sniff_binary(head)
+        if why and looks_like_dump(head, path.name):
+            out.fr_dumps.append((path, rel))
+            return
         if why:
             out.skipped.append((rel, f"binary file: {why}"))
             return
     out.files.append(_describe(path, rel, st.st_size, compressed))
+
+
+def _is_fr_dump(path: Path, rel: str, st: os.stat_result, out: Discovery) -> bool:
+    """A file named like a Flight Recorder dump whose content fits is kept for flightrec."""
+    if st.st_size == 0:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
+    except OSError:
+        return False
+    if looks_like_dump(head, path.name):
+        out.fr_dumps.append((path, rel))
+        return True
+    return False
 
 
 def discover(paths: list[Path]) -> Discovery:

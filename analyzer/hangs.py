@@ -15,6 +15,8 @@ from typing import Any
 import regex
 
 _INTS = regex.compile(r"\d+")
+_C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
+"""The torch.distributed function a traceback's collective call went through."""
 
 
 @dataclass
@@ -35,8 +37,35 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def find_culprit(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
-    """Compare the ranks' timeout reports; ``universe`` is every rank the job had."""
+def find_culprit(
+    timeouts: list[dict[str, Any]], universe: set[int], dump: dict[str, Any] | None = None
+) -> HangFinding:
+    """Compare the ranks' timeout reports; ``universe`` is every rank the job had; ``dump`` is
+    the event row in which the Flight Recorder dumps name a culprit (the strongest evidence)."""
+    logs = _from_logs(timeouts, universe)
+    if dump is None:
+        return logs
+    return from_dumps(dump, logs)
+
+
+def from_dumps(dump: dict[str, Any], logs: HangFinding) -> HangFinding:
+    """The dumps' culprit, with what the logs alone said beside it."""
+    rank = dump["rank"]
+    reason = f"the Flight Recorder dumps show it: {dump.get('fr_reason') or dump['text']}"
+    if logs.rank is None:
+        reason += " (the logs alone name no rank)"
+    elif logs.rank != rank:
+        reason += f" (the logs alone pointed at rank {logs.rank}: {logs.reason})"
+    else:
+        reason += " (the logs agree)"
+    conf = float(dump.get("fr_confidence") or 0.7)
+    if logs.rank == rank:
+        conf = min(0.95, conf + 0.05)
+    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.get("fr_kind")})
+
+
+def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
+    """The culprit from the timeout lines alone."""
     reporting = {r["rank"] for r in timeouts if r.get("rank") is not None}
     # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
     for r in timeouts:
@@ -73,6 +102,27 @@ def find_culprit(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFind
                     rows,
                     {"seq": seq, "op": ops[rk], "others_op": majority},
                 )
+    # 2b. Collective mismatch from the tracebacks (gloo): the c10d function each rank's
+    # timed-out call went through; only the culprit's names the other collective.
+    calls: dict[int, str] = {}
+    for r in timeouts:
+        found = _C10D_CALL.findall(r.get("traceback") or "")
+        if found and r.get("rank") is not None:
+            calls.setdefault(r["rank"], found[-1])
+    counts = Counter(calls.values())
+    if len(calls) >= 3 and len(counts) > 1:
+        majority, n_major = counts.most_common(1)[0]
+        odd = [rk for rk, op in calls.items() if op != majority]
+        if len(odd) == 1 and n_major > len(calls) - n_major:
+            rk = odd[0]
+            return HangFinding(
+                rk,
+                f"rank {rk} timed out in {calls[rk]} while the other {n_major} timed out in "
+                f"{majority} (their tracebacks): a collective mismatch",
+                0.7,
+                [r for r in timeouts if r.get("rank") == rk][:1],
+                {"op": calls[rk], "others_op": majority},
+            )
     # 3. The one rank whose "last enqueued" work is behind everyone else's.
     enq: dict[int, int] = {}
     for r in timeouts:

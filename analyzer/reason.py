@@ -21,6 +21,7 @@ from analyzer.catalog import render
 from analyzer.categories import SLURM_END_CATEGORIES, info, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
+from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
 from analyzer.timefmt import iso
 from analyzer.verdict import Diagnosis, Evidence, Verdict
@@ -242,7 +243,7 @@ def _enrich_node(
 def _hang_verdict(
     timeouts: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> Verdict:
-    finding = find_culprit(timeouts, _universe(rows, facts, geo))
+    finding = find_culprit(timeouts, _universe(rows, facts, geo), culprit_row(rows))
     first = _earliest(timeouts)
     v = _verdict_from(first, facts, geo, finding.confidence)
     v.category = "collective_timeout"
@@ -475,6 +476,7 @@ class ReadSummary:
     files: int = 0
     bytes_read: int = 0
     readable: bool = True
+    flight_recorder: dict[str, Any] | None = None
 
 
 def diagnose_rows(
@@ -535,4 +537,5 @@ def diagnose_rows(
         problems=list(read.problems),
         files=read.files,
         bytes_read=read.bytes_read,
+        flight_recorder=read.flight_recorder,
     )

@@ -108,6 +108,8 @@ class Diagnosis:
     bytes_read: int = 0
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Per-rank first event (role, category, time, node) for the rank grid."""
+    flight_recorder: dict[str, Any] | None = None
+    """What the Flight Recorder dumps show (``analyzer.flightrec``), when there were any."""
 
     @property
     def exit_code(self) -> int:
@@ -136,4 +138,4 @@ class Diagnosis:
             "problems": self.problems,
             "files_read": self.files,
             "bytes_read": self.bytes_read,
-        }
+        } | ({"flight_recorder": self.flight_recorder} if self.flight_recorder else {})

@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import json
+import pickle
 import re
 import shutil
 import socket
@@ -170,6 +171,10 @@ class Recorder:
             result.job_dir, dest, self.replacements(sc, result.job_dir), hostnames=host_names()
         )
         (dest / "expected.toml").write_text(expected_toml(sc, result))
+        if sc.flight_recorder and (dest / "fr").is_dir():
+            from harness.frtrace import describe
+
+            (dest / "TORCHFRTRACE.md").write_text(describe(dest))
         return dest
 
 
@@ -276,6 +281,37 @@ def neutralise_text(
     return text
 
 
+def neutralise_pickle(
+    data: bytes, replacements: Sequence[tuple[str, str]], hostnames: Sequence[str]
+) -> bytes:
+    """A Flight Recorder pickle with its strings neutralised, re-serialised (protocol 2, as
+    torch writes it); any other binary file unchanged. The pickle is read with the analyzer's
+    restricted loader, so nothing in it is run."""
+    from analyzer.flightrec.load import DumpError, parse_dump
+
+    if data[:1] != b"\x80":
+        return data
+    try:
+        obj, fmt = parse_dump(data)
+    except DumpError:
+        return data
+    if fmt != "pickle":
+        return data
+
+    def walk(o: object) -> object:
+        if isinstance(o, str):
+            return neutralise_text(o, replacements, hostnames)
+        if isinstance(o, dict):
+            return {walk(k): walk(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [walk(x) for x in o]
+        if isinstance(o, tuple):
+            return tuple(walk(x) for x in o)
+        return o
+
+    return pickle.dumps(walk(obj), protocol=2)
+
+
 def copy_neutralised(
     src: Path, dest: Path, replacements: Sequence[tuple[str, str]], hostnames: Sequence[str]
 ) -> None:
@@ -290,7 +326,7 @@ def copy_neutralised(
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            target.write_bytes(data)
+            target.write_bytes(neutralise_pickle(data, replacements, hostnames))
             continue
         target.write_text(neutralise_text(text, replacements, hostnames))
 
@@ -300,6 +336,11 @@ def leftover_machine_paths(root: Path) -> list[str]:
     hits: list[str] = []
     for path in sorted(root.rglob("*")):
         if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if data[:1] == b"\x80":  # a pickle (Flight Recorder dump): its strings are bytes
+            for m in re.finditer(rb"(?<![\w.])/(?:work|tmp|root)/[^\x00-\x1f]{0,60}", data):
+                hits.append(f"{path.relative_to(root)}: {m[0].decode(errors='replace')}")
             continue
         with contextlib.suppress(UnicodeDecodeError):
             for no, line in enumerate(path.read_text().splitlines(), 1):
@@ -336,6 +377,13 @@ def expected_toml(sc: Scenario, result: RunResult | None = None) -> str:
     ]
     if result is not None:
         lines.append(f"job_id = {result.job_id}")
+    if sc.flight_recorder:
+        lines += [
+            "# Flight Recorder dumps in fr/ (pickle; fr-json/: JSON); TORCHFRTRACE.md: what",
+            "# torchfrtrace says; logs_only_rank: the culprit the logs alone name (-1: none)",
+            "flight_recorder = true",
+            f"logs_only_rank = {sc.logs_only_rank if sc.logs_only_rank is not None else -1}",
+        ]
     return "\n".join(lines) + "\n"
 
 

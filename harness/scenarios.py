@@ -44,6 +44,8 @@ class Scenario:
     cancel_after: str | None = None  # regex: scancel the job once its logs match it
     max_seconds: float = 120  # how long the harness waits for the job to end
     light: bool = False  # mostly idle: may run next to the other scenarios
+    flight_recorder: bool = False  # dump gloo's Flight Recorder buffer into $JOB_DIR/fr/
+    logs_only_rank: int | None = None  # the culprit the logs alone name (-1: none), FR jobs
 
     @property
     def layout(self) -> str:
@@ -327,6 +329,130 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
 )
 
+_FR_ENV = {"MCORE_FR_EXIT_GRACE": "8"}
+
+
+def _fr(name: str, fault: str, rank: int, **kw: object) -> Scenario:
+    """A hang scenario whose ranks dump gloo's Flight Recorder buffer (harness/train.py)."""
+    env = {"MCORE_FAULT": fault, "MCORE_FAULT_RANK": str(rank), "MCORE_FAULT_ITER": "4"}
+    env.update(_FR_ENV)
+    env.update(kw.pop("env", {}))  # type: ignore[arg-type]
+    return Scenario(
+        name=name,
+        rank=rank,
+        node=str(rank // NPROC_PER_NODE),
+        expected_state="FAILED",
+        train_args=("--distributed-timeout-seconds", "15"),
+        env=env,
+        max_seconds=150,
+        flight_recorder=True,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+FR_SCENARIOS: tuple[Scenario, ...] = (
+    _fr(
+        "fr-rank-stops",
+        "hang",
+        1,
+        logs_only_rank=1,
+        description="rank 1 stops calling collectives before the gradient all-reduce of "
+        "iteration 4; the others time out in gloo after 15 s. Every rank dumps its Flight "
+        "Recorder buffer from a watchdog thread (6 s without progress), the waiting ranks again "
+        "on the collective's exception, rank 1 again on torchrun's SIGTERM; pickle and JSON",
+        category="collective_timeout",
+        cause="rank 1 never enqueued the gradient all-reduce the others waited in",
+        must_contain=(
+            r"Timed out waiting 15000ms for (recv|send) operation to complete",
+            r"\[rank1\]: flight recorder dump \(SIGTERM\) written to",
+            r"flight recorder dump \(watchdog: no progress for 6 s\)",
+        ),
+        output="split",
+        env={"MCORE_FR_WATCHDOG_S": "6", "MCORE_FR_FORMAT": "both"},
+    ),
+    _fr(
+        "fr-wrong-op",
+        "wrong-op",
+        2,
+        logs_only_rank=2,
+        description="at iteration 4 rank 2 calls broadcast where the others all-reduce the "
+        "loss; the ranks time out in gloo and dump their Flight Recorder buffers on the "
+        "exception",
+        category="collective_timeout",
+        cause="rank 2 called broadcast at the collective where the others called all_reduce",
+        must_contain=(
+            r"flight recorder dump \(collective failed: \w+\) written to",
+            r"in reduce_loss\n.*dist\.broadcast\(reduced, src=0\)",
+        ),
+        output="combined",
+        label=True,
+    ),
+    _fr(
+        "fr-late-rank",
+        "late",
+        3,
+        logs_only_rank=3,
+        description="at iteration 4 rank 3 enters the loss all-reduce 18 s late, after the "
+        "others' 15 s timeout (they wait 8 s for the dumps before exiting, as NCCL's watchdog "
+        "does); every rank dumps its Flight Recorder buffer on the collective's exception",
+        category="collective_timeout",
+        cause="rank 3 entered the loss all-reduce 18 s after the others, past their 15 s timeout",
+        must_contain=(r"flight recorder dump \(collective failed: \w+\) written to",),
+        output="combined",
+        label=True,
+        env={"MCORE_FAULT_DELAY": "18"},
+    ),
+    _fr(
+        "fr-size-bigger",
+        "size-bigger",
+        1,
+        logs_only_rank=-1,
+        description="at iteration 4 rank 1 all-reduces 2 elements where the others all-reduce "
+        "a scalar loss; the ranks dump their Flight Recorder buffers on the exception",
+        category="collective_timeout",
+        cause="rank 1 all-reduced a tensor of 2 elements where the others all-reduced 1",
+        must_contain=(r"flight recorder dump \(collective failed: \w+\) written to",),
+        output="per-task",
+    ),
+    _fr(
+        "fr-size-smaller",
+        "size-smaller",
+        2,
+        logs_only_rank=-1,
+        description="at iteration 4 rank 2 all-reduces an empty tensor where the others "
+        "all-reduce a scalar loss; the ranks dump their Flight Recorder buffers on the "
+        "exception",
+        category="collective_timeout",
+        cause="rank 2 all-reduced an empty tensor where the others all-reduced 1 element",
+        must_contain=(r"flight recorder dump",),
+        output="combined",
+        label=True,
+    ),
+)
+FR_SCENARIOS += (
+    _fr(
+        "fr-size-abort",
+        "size-huge",
+        1,
+        logs_only_rank=-1,
+        description="at iteration 4 rank 1 all-reduces 1000 elements where the others "
+        "all-reduce a scalar loss: its ring neighbour aborts in gloo's I/O thread "
+        "(gloo::EnforceNotMet, SIGABRT) without a dump; the others fail on the closed "
+        "connection and dump their Flight Recorder buffers",
+        category="collective_timeout",
+        cause="rank 1 all-reduced 1000 elements where the others all-reduced 1; its neighbour "
+        "aborted on the oversized message",
+        must_contain=(
+            r"terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+            r"Received data size doesn't match expected size",
+            r"flight recorder dump \(collective failed: \w+\) written to",
+        ),
+        output="combined",
+        label=True,
+    ),
+)
+SCENARIOS = SCENARIOS + FR_SCENARIOS
+
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 
 
@@ -366,6 +492,14 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     ]
     for k, v in sc.env.items():
         lines.append(f"export {k}={shlex.quote(v)}")
+    if sc.flight_recorder:
+        lines += [
+            "# gloo records every collective (TORCH_FR_BUFFER_SIZE, default 2000) but never dumps",
+            "# by itself: harness/train.py writes $TORCH_FR_DUMP_TEMP_FILE<rank> on failure",
+            "export TORCH_FR_BUFFER_SIZE=2000",
+            "export TORCH_FR_DUMP_TEMP_FILE=$JOB_DIR/fr/gloo_trace_rank_",
+            'mkdir -p "$JOB_DIR/fr"',
+        ]
     lines += [
         "export MASTER_ADDR=127.0.0.1",
         f"export MASTER_PORT={ctx.master_port}",

@@ -19,6 +19,22 @@ iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
                       that does not divide the world size (real megatron-core RuntimeError)
 ``megatron-heads``    ``megatron.core.transformer.TransformerConfig`` with heads % TP != 0
                       (real megatron-core ValueError)
+``wrong-op``          one rank calls ``broadcast`` where the others all-reduce the loss
+``late``              one rank sleeps ``MCORE_FAULT_DELAY`` seconds (default 18) before the
+                      loss all-reduce: it arrives after the others timed out
+``size-bigger``       one rank all-reduces a loss tensor of 2 elements instead of 1
+``size-smaller``      one rank all-reduces an empty loss tensor instead of 1 element
+``size-huge``         one rank all-reduces 1000 elements instead of 1: its ring neighbour
+                      aborts in gloo's I/O thread (``gloo::EnforceNotMet``, SIGABRT)
+
+Flight Recorder (``TORCH_FR_DUMP_TEMP_FILE`` set, e.g. ``$JOB_DIR/fr/gloo_trace_rank_``): gloo
+records every collective but never dumps by itself, so the script writes
+``<prefix><rank>`` (pickle; ``MCORE_FR_FORMAT=json`` for JSON, ``both`` for both, the JSON
+in a sibling ``<dir>-json``) with
+``torch._C._distributed_c10d._dump_fr_trace()``: when a collective raises, on SIGTERM from
+torchrun, and from a watchdog thread once no iteration finished for ``MCORE_FR_WATCHDOG_S``
+seconds. After a collective's exception it waits ``MCORE_FR_EXIT_GRACE`` seconds (default 8)
+before exiting, as NCCL's watchdog waits for the other ranks' dumps.
 """
 
 from __future__ import annotations
@@ -28,6 +44,7 @@ import datetime as dt
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +55,19 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-FAULTS = ("none", "exception", "hang", "sigkill", "megatron-tp", "megatron-heads")
+FAULTS = (
+    "none",
+    "exception",
+    "hang",
+    "sigkill",
+    "megatron-tp",
+    "megatron-heads",
+    "wrong-op",
+    "late",
+    "size-bigger",
+    "size-smaller",
+    "size-huge",
+)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -151,6 +180,72 @@ def megatron_args(args: argparse.Namespace, world_size: int) -> argparse.Namespa
 
 
 # --------------------------------------------------------------------------------------
+# Flight Recorder dumps (gloo keeps the buffer; the script writes it)
+# --------------------------------------------------------------------------------------
+_progress = [time.monotonic()]
+
+
+def fr_dump(why: str) -> None:
+    """Write this rank's Flight Recorder buffer to ``$TORCH_FR_DUMP_TEMP_FILE<rank>``."""
+    prefix = os.environ.get("TORCH_FR_DUMP_TEMP_FILE")
+    if not prefix or not dist.is_initialized():
+        return
+    c10d = torch._C._distributed_c10d
+    fmt = os.environ.get("MCORE_FR_FORMAT", "pickle")
+    targets = []
+    if fmt in ("pickle", "both"):
+        targets.append((f"{prefix}{_rank()}", c10d._dump_fr_trace))
+    if fmt in ("json", "both"):
+        # JSON next to the pickles would break torchfrtrace's name parsing: a sibling dir
+        head, base = os.path.split(prefix)
+        where = head + "-json" if fmt == "both" else head
+        os.makedirs(where, exist_ok=True)
+        targets.append((os.path.join(where, f"{base}{_rank()}.json"), c10d._dump_fr_trace_json))
+    for path, dump in targets:
+        try:
+            data = dump()
+        except Exception as exc:  # the dump must never hide the failure itself
+            print(
+                f"[rank{_rank()}]: flight recorder dump failed: {exc}", file=sys.stderr, flush=True
+            )
+            return
+        tmp = f"{path}.tmp"
+        with open(tmp, "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+        print(
+            f"[rank{_rank()}]: flight recorder dump ({why}) written to {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def install_fr_dumps() -> None:
+    """Dump on SIGTERM and from a watchdog thread when iterations stop."""
+    if not os.environ.get("TORCH_FR_DUMP_TEMP_FILE"):
+        return
+
+    def on_sigterm(signum: int, _frame: Any) -> None:
+        fr_dump("SIGTERM")
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    limit = float(os.environ.get("MCORE_FR_WATCHDOG_S", "0") or 0)
+    if limit > 0:
+
+        def watch() -> None:
+            dumped_at = 0.0
+            while True:
+                time.sleep(0.5)
+                last = _progress[0]
+                if time.monotonic() - last > limit and dumped_at != last:
+                    dumped_at = last
+                    fr_dump(f"watchdog: no progress for {limit:g} s")
+
+        threading.Thread(target=watch, name="fr-watchdog", daemon=True).start()
+
+
+# --------------------------------------------------------------------------------------
 # model / data
 # --------------------------------------------------------------------------------------
 class TinyLM(nn.Module):
@@ -247,6 +342,25 @@ def build_model(args: argparse.Namespace) -> nn.Module:
     return model
 
 
+def reduce_loss(args: argparse.Namespace, reduced: torch.Tensor, iteration: int, rank: int) -> None:
+    """All-reduce the loss for the log line; the collective faults strike here."""
+    if rank != args.fault_rank or iteration != args.fault_iter:
+        dist.all_reduce(reduced)
+    elif args.fault == "wrong-op":
+        dist.broadcast(reduced, src=0)  # a code path only this rank takes
+    elif args.fault == "late":
+        time.sleep(float(os.environ.get("MCORE_FAULT_DELAY", "18")))
+        dist.all_reduce(reduced)
+    elif args.fault == "size-bigger":
+        dist.all_reduce(torch.cat([reduced.reshape(1), reduced.reshape(1)]))
+    elif args.fault == "size-smaller":
+        dist.all_reduce(reduced.reshape(1)[:0])
+    elif args.fault == "size-huge":
+        dist.all_reduce(torch.ones(1000))
+    else:
+        dist.all_reduce(reduced)
+
+
 def train(args: argparse.Namespace, model: nn.Module) -> None:
     rank = _rank()
     world = _world()
@@ -278,8 +392,9 @@ def train(args: argparse.Namespace, model: nn.Module) -> None:
         grad_norm = torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
         opt.step()
         reduced = loss.detach().clone()
-        dist.all_reduce(reduced)
+        reduce_loss(args, reduced, iteration, rank)
         reduced /= world
+        _progress[0] = time.monotonic()
         consumed += args.global_batch_size
         if args.iter_sleep:
             time.sleep(args.iter_sleep)
@@ -310,7 +425,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_rank_0(f"time to initialize megatron (seconds): {time.time() - start:.3f}")
     print_datetime("after megatron is initialized")
     model = build_model(args)
-    train(args, model)
+    install_fr_dumps()
+    try:
+        train(args, model)
+    except (RuntimeError, dist.DistBackendError) as exc:
+        if os.environ.get("TORCH_FR_DUMP_TEMP_FILE"):
+            fr_dump(f"collective failed: {type(exc).__name__}")
+            time.sleep(float(os.environ.get("MCORE_FR_EXIT_GRACE", "8")))
+        raise
     print_datetime(f"exiting program at iteration {args.train_iters}")
     dist.destroy_process_group()
     return 0

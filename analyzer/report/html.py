@@ -220,6 +220,8 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
     parts.append(f"<section><h2>Job</h2>{_kv(facts)}</section>")
     if m.grid.cells:
         parts.append(f"<section><h2>Rank grid</h2>{_grid(m.grid)}</section>")
+    if m.flight_recorder:
+        parts.append(f"<section><h2>Flight Recorder</h2>{_pre(m.flight_recorder)}</section>")
     if verbose and m.timeline:
         parts.append(f"<section><h2>Per-rank timeline</h2>{_timeline(m)}</section>")
     if m.attempts:

@@ -127,6 +127,8 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
     out += [f"| logs | {md(m.logs)} |", ""]
     if m.grid.cells:
         out += _grid(m)
+    if m.flight_recorder:
+        out += ["## Flight Recorder", "", fence(m.flight_recorder), ""]
     if verbose and m.timeline:
         out += [
             "## Per-rank timeline",

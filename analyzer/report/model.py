@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from analyzer.flightrec.integrate import table_lines
 from analyzer.report.grid import Grid, build_grid
 from analyzer.report.safe import clean
 
@@ -96,6 +97,8 @@ class ReportModel:
     timeline: list[TimelineRow]
     logs: str
     """The paths the report is about, as given on the command line."""
+    flight_recorder: list[str] = field(default_factory=list)
+    """The Flight Recorder per-rank sequence table and verdict, plain lines (may be empty)."""
 
     @property
     def headline(self) -> str:
@@ -264,4 +267,5 @@ def build_model(a: Analysis) -> ReportModel:
         problems=[clean(p) for p in d.problems],
         timeline=_timeline(grid),
         logs=", ".join(clean(p) for p in a.paths),
+        flight_recorder=[clean(x) for x in table_lines(a.flightrec)],
     )

@@ -245,6 +245,10 @@ def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: i
     if m.grid.cells:
         console.print()
         console.print(_grid(m, width, color))
+    if m.flight_recorder:
+        console.print()
+        console.print(_heading("Flight Recorder (per rank, stuck process group)"))
+        console.print(_pad(Text("\n".join(m.flight_recorder)), (0, 0, 0, 2)))
     if verbose and m.timeline:
         console.print()
         console.print(_timeline(m))
