@@ -32,6 +32,8 @@ class Analysis:
     facts: JobFacts
     catalog: Catalog
     notes: list[str] = field(default_factory=list)
+    baseline: frozenset[str] | None = None
+    """Templates of a good run's unknown-error lines (``--baseline``), see analyzer.unknown."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -45,7 +47,9 @@ class Analysis:
     @cached_property
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
-        d = diagnose_rows([dict(r) for r in self.rows], self.facts, self.attributed.geometry)
+        d = diagnose_rows(
+            [dict(r) for r in self.rows], self.facts, self.attributed.geometry, self.baseline
+        )
         d.problems = self.read.problems + [
             f"pattern {p.id}: {p.disabled_reason}"
             for p in self.catalog.patterns
@@ -70,8 +74,12 @@ def analyze(
     catalog: Catalog | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    baseline: Sequence[str | Path] = (),
 ) -> Analysis:
     """Read a job's logs (directories or files) and attribute every event.
+
+    ``baseline``: a good run of the same job; lines whose templates it also printed are never
+    taken for an unknown failure's cause.
 
     >>> a = analyze("sample_logs/real/exception-cascade")   # doctest: +SKIP
     >>> a.events.columns[:4], a.diagnosis.verdict.category  # doctest: +SKIP
@@ -85,4 +93,9 @@ def analyze(
     att = attribute(rr.scans)
     rows = build_rows(att)
     facts = collect_facts(rows)
-    return Analysis(plist, rr, att, rows, facts, cat)
+    base = None
+    if baseline:
+        from analyzer.unknown import baseline_templates
+
+        base = baseline_templates([Path(p) for p in baseline], cat)
+    return Analysis(plist, rr, att, rows, facts, cat, baseline=base)

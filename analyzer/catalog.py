@@ -20,7 +20,8 @@ ENV_VAR = "MCORE_DIAGNOSE_PATTERNS"
 USER_TIMEOUT_S = 0.25
 """Time limit for one search of a user-supplied regex."""
 BUILTIN_TIMEOUT_S = 2.0
-_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
+_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
+"""A candidate loses to every other pattern on the same line."""
 
 
 class CatalogError(Exception):
@@ -127,7 +128,8 @@ class Catalog:
         return out
 
     def match(self, message: str) -> PatternMatch | None:
-        """The one match kept for a line: root over symptom over context, then catalog order."""
+        """The one match kept for a line: root over symptom over context over candidate, then
+        catalog order."""
         found = self.match_all(message)
         if not found:
             return None

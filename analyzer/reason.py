@@ -21,6 +21,7 @@ from analyzer.categories import SLURM_END_CATEGORIES, strength
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.hangs import find_culprit
+from analyzer.unknown import infer, split_candidates
 from analyzer.verdict import Diagnosis, Evidence, Verdict
 
 SKEW = timedelta(seconds=2)
@@ -110,6 +111,13 @@ def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set
     if isinstance(ws, int) and 0 < ws <= 1_000_000:
         return set(range(ws))
     return {r["rank"] for r in rows if r.get("rank") is not None}
+
+
+def _world(facts: JobFacts, geo: Geometry) -> int | None:
+    ws = facts.get("world_size") or geo.world_size
+    if not ws and geo.nproc_per_node and geo.nnodes:
+        ws = geo.nproc_per_node * geo.nnodes
+    return ws if isinstance(ws, int) and ws > 0 else None
 
 
 def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -444,8 +452,16 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
             r["attempt"] = max((a for ln, a in marks if ln < r["line"]), default=0)
 
 
-def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> Diagnosis:
-    """The job's diagnosis: one verdict per torchrun attempt, and the one for the job."""
+def diagnose_rows(
+    rows: list[dict[str, Any]],
+    facts: JobFacts,
+    geo: Geometry,
+    baseline: frozenset[str] | None = None,
+) -> Diagnosis:
+    """The job's diagnosis: one verdict per torchrun attempt, and the one for the job.
+
+    ``baseline``: templates of a good run's candidate lines (``analyzer.unknown``)."""
+    rows, candidates = split_candidates(rows)
     _attempt_of(rows)
     attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
     per_attempt: list[Verdict] = []
@@ -469,6 +485,11 @@ def diagnose_rows(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) ->
                 alts.insert(0, x)
         n = len(per_attempt)
         v.cause += f" (attempt {v.attempt} of {n}; see the per-attempt verdicts)"
+    if status == "failed" and candidates:
+        inferred, _ranked = infer(v, rows, candidates, _world(facts, geo), baseline)
+        if inferred is not v:
+            alts.insert(0, v)
+            v = inferred
     symptoms, lines = _summarise(rows, v)
     ranks: dict[int, dict[str, Any]] = {
         r["rank"]: {

@@ -49,10 +49,12 @@ class Verdict:
     rank_note: str | None = None
     """Why ``rank`` is null, or how the culprit was found."""
     attempt: int | None = None
+    unknown: dict[str, Any] | None = None
+    """For a verdict inferred from a line no pattern knows: its template and fingerprint."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
-        return {
+        d = {
             "category": self.category,
             "pattern_id": self.pattern_id,
             "rank": self.rank,
@@ -68,6 +70,9 @@ class Verdict:
             "rank_note": self.rank_note,
             "attempt": self.attempt,
         }
+        if self.unknown is not None:
+            d["unknown"] = self.unknown
+        return d
 
 
 @dataclass

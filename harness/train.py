@@ -19,6 +19,9 @@ iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
                       that does not divide the world size (real megatron-core RuntimeError)
 ``megatron-heads``    ``megatron.core.transformer.TransformerConfig`` with heads % TP != 0
                       (real megatron-core ValueError)
+``loader-fatal``      one rank's data-loading library (a made-up ``shardio``, not in the
+                      catalog) prints one fatal line on stderr and exits 1: no exception, no
+                      traceback; the others then fail in their collectives
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import signal
 import sys
 import time
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +42,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-FAULTS = ("none", "exception", "hang", "sigkill", "megatron-tp", "megatron-heads")
+FAULTS = (
+    "none",
+    "exception",
+    "hang",
+    "sigkill",
+    "megatron-tp",
+    "megatron-heads",
+    "loader-fatal",
+)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -185,7 +197,24 @@ def get_batch(
         # a data-pipeline bug: a sample index one past the end of the shard
         shard = torch.arange(args.global_batch_size * args.train_iters)
         _ = shard[len(shard)]
+    if args.fault == "loader-fatal" and rank == args.fault_rank and iteration == args.fault_iter:
+        loader_fatal(rank, iteration)
     return tokens[:, :-1], tokens[:, 1:]
+
+
+def loader_fatal(rank: int, iteration: int) -> None:
+    """What a native data-loading library does on a corrupt shard: one line on stderr, then
+    ``exit(1)`` from C (no Python exception, no traceback, no atexit handlers)."""
+    shard = 7 * rank + iteration
+    offset = (iteration * 131 + rank) * 4096
+    crc = zlib.crc32(f"{rank}:{iteration}".encode())
+    sys.stdout.flush()
+    sys.stderr.write(
+        f"shardio: FATAL: corrupt record header in /data/tokens/train-{shard:05d}.bin at offset "
+        f"{offset} (crc 0x{crc:08x} != 0x00000000); cannot continue\n"
+    )
+    sys.stderr.flush()
+    os._exit(1)
 
 
 # --------------------------------------------------------------------------------------
