@@ -103,6 +103,15 @@ VerboseOpt = Annotated[
 WorkersOpt = Annotated[
     int | None, typer.Option("--workers", "-j", help="Processes for reading (default: cores).")
 ]
+GoodRunOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--baseline",
+        help="A good run of the same job (directory or log file, repeatable): error lines it "
+        "also printed are never taken for the cause of an unknown failure.",
+        show_default=False,
+    ),
+]
 
 
 def fail(message: str, code: int = EXIT_UNREADABLE) -> None:
@@ -118,8 +127,18 @@ def _stdin_to_temp() -> Path:
     return Path(name)
 
 
-def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, show: bool) -> Any:
+def _load(
+    paths: list[str],
+    patterns: list[Path] | None,
+    workers: int | None,
+    show: bool,
+    baseline: list[Path] | None = None,
+) -> Any:
     from analyzer.catalog import CatalogError
+
+    for b in baseline or []:
+        if not b.exists():
+            fail(f"--baseline {b}: no such file or directory; give a good run's logs", EXIT_USAGE)
 
     tmp: Path | None = None
     real: list[Path] = []
@@ -134,7 +153,13 @@ def _load(paths: list[str], patterns: list[Path] | None, workers: int | None, sh
         from analyzer.report.progress import progress_callback
 
         with progress_callback(show) as cb:
-            return analyze(real, patterns=patterns or [], workers=workers, progress=cb)
+            return analyze(
+                real,
+                patterns=patterns or [],
+                workers=workers,
+                progress=cb,
+                baseline=baseline or [],
+            )
     except CatalogError as exc:
         fail(
             f"cannot load patterns: {exc}\nFix the pattern file or leave out --patterns.",
@@ -194,6 +219,7 @@ def diagnose_cmd(
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line.")] = False,
     workers: WorkersOpt = None,
+    baseline: GoodRunOpt = None,
 ) -> None:
     """Diagnose a failed job: first failing rank, cause, fix (the default command).
 
@@ -204,13 +230,15 @@ def diagnose_cmd(
       mcore-diagnose logs/job-1234/ --format html -o report.html
 
       mcore-diagnose slurm-1234.out --format json | jq .verdict
+
+      mcore-diagnose logs/job-1234/ --baseline logs/job-1200/   # a good run of the same job
     """
     from analyzer.report import render
 
     if fmt is None:
         fmt = _SUFFIX_FORMAT.get(output.suffix.lower(), Format.text) if output else Format.terminal
     show_progress = fmt != Format.json and sys.stderr.isatty()
-    a = _load(paths, patterns, workers, show_progress)
+    a = _load(paths, patterns, workers, show_progress, baseline)
     _check_readable(a, paths)
     d = a.diagnosis
     if verbose and fmt == Format.terminal:

@@ -364,6 +364,32 @@ SCENARIOS: tuple[Scenario, ...] = (
         label=True,
         train_args=("--train-iters", "10"),
     ),
+    Scenario(
+        name="clean-success-verbose",
+        description="a healthy run of 10 iterations with every log level turned up "
+        "(LOGLEVEL=INFO, TORCH_CPP_LOG_LEVEL=INFO), torchrun --tee 3 and --log-dir: the "
+        "false-alarm corpus for unknown-failure candidates (TORCH_DISTRIBUTED_DEBUG=DETAIL "
+        "is left out: with it, every worker died of SIGSEGV (exitcode -11) right after DDP built "
+        "its reducer)",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure: the job completed",
+        must_contain=(
+            r"iteration\s+10/\s+10 \| consumed samples:",
+            r"\[after training is done\] datetime:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=True,
+        tee=True,
+        log_dir=True,
+        train_args=("--train-iters", "10"),
+        env={
+            "LOGLEVEL": "INFO",
+            "TORCH_CPP_LOG_LEVEL": "INFO",
+        },
+    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
