@@ -378,6 +378,69 @@ def patterns_explain(line: str, patterns: PatternsOpt = None) -> None:
             typer.echo(f"    {k} = {v}")
 
 
+@patterns_app.command("suggest")
+def patterns_suggest(
+    jobs: Annotated[
+        list[Path], typer.Argument(help="Job directories with an unknown failure.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Directory to write the drafted pattern files.")
+    ],
+    baseline: GoodRunOpt = None,
+    patterns: PatternsOpt = None,
+) -> None:
+    """Draft a pattern (TOML) from the unknown failure of one or more jobs.
+
+    Jobs whose unknown lines share a template give one draft. Each draft passes `patterns
+    test` as written; set its category, cause and fix, then use it with --patterns DIR.
+
+    Example:
+
+      mcore-diagnose patterns suggest logs/job-1234/ logs/job-1250/ -o my-patterns/
+    """
+    from analyzer.suggest import SuggestError, check, suggest
+
+    for j in [*jobs, *(baseline or [])]:
+        if not j.exists():
+            fail(f"{j}: no such file or directory", EXIT_USAGE)
+    out = output.resolve()
+    for j in jobs:
+        jr = j.resolve()
+        if jr.is_dir() and (out == jr or jr in out.parents):
+            fail(f"-o {output} is inside the job directory {j}; write elsewhere", EXIT_USAGE)
+    cat = _catalog(patterns)
+    try:
+        drafts, notes = suggest(jobs, baseline or [], cat)
+    except SuggestError as exc:
+        fail(str(exc), EXIT_UNKNOWN)
+        return
+    for n in notes:
+        typer.echo(f"mcore-diagnose: {n}", err=True)
+    if not drafts:
+        fail("nothing to draft: no job has an error line that no pattern knows", EXIT_UNKNOWN)
+    with tempfile.TemporaryDirectory(prefix="mcore-suggest-") as tmp:
+        for d in drafts:
+            problems = check(d, Path(tmp))
+            if problems:
+                fail(f"the draft {d.pattern_id} does not prove itself: {problems[0]}", 1)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        for d in drafts:
+            (output / d.file_name).write_text(d.toml, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
+    for d in drafts:
+        typer.echo(
+            f"{output / d.file_name}: {d.pattern_id} from {len(d.jobs)} job(s) "
+            f"({', '.join(d.jobs)}), template {d.fingerprint}"
+        )
+    typer.echo(
+        f"next: set category, cause and fix; `mcore-diagnose patterns test --patterns {output}`; "
+        f"then `mcore-diagnose JOB --patterns {output}`",
+        err=True,
+    )
+
+
 def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:
     from analyzer.catalog import CatalogError, load_catalog
 
