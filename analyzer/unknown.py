@@ -82,11 +82,54 @@ def _order(r: dict[str, Any]) -> tuple[bool, datetime, str, int]:
 def split_candidates(
     rows: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(rows without candidates, candidate rows); the first list feeds the existing rules."""
+    """(rows without candidates, candidate rows); the first list feeds the existing rules.
+
+    A traceback the reader assembled around a candidate line (a custom ``ShardError: …``, a
+    source line with ``abort`` in it) is given back to the rules as the uncatalogued
+    traceback it is without the candidate catalog."""
     keep, cands = [], []
     for r in rows:
-        (cands if r.get("role") == ROLE else keep).append(r)
+        if r.get("role") == ROLE and r.get("traceback"):
+            keep.append(_as_traceback(r))
+        elif r.get("role") == ROLE:
+            cands.append(r)
+        else:
+            keep.append(r)
     return keep, [r for r in cands if _is_error_line(r)]
+
+
+def _as_traceback(r: dict[str, Any]) -> dict[str, Any]:
+    """The reader's event for a traceback no catalog pattern claims (``python.traceback``):
+    a root with the exception line's type and message, a symptom when the traceback was cut
+    before its exception line."""
+    from analyzer.scan import EXC_LINE, TRACEBACK_PATTERN, TRACEBACK_START
+
+    p = TRACEBACK_PATTERN
+    body = (r.get("traceback") or "").splitlines()
+    last = body[-1] if len(body) > 1 else ""
+    stripped = last.strip()
+    em = (
+        EXC_LINE.match(stripped)
+        if last[:1]
+        and not last[:1].isspace()
+        and not stripped.startswith(
+            ('File "', "During handling", "The above exception", TRACEBACK_START)
+        )
+        else None
+    )
+    out = dict(r)
+    out.update(
+        pattern_id=p.id,
+        category=p.category,
+        role="root" if em else "symptom",
+        _cause=p.cause,
+        _fix=p.fix,
+    )
+    if em:
+        out["exc_type"] = em["exc_type"]
+        out["exc_msg"] = em["exc_msg"]
+    out["title"] = f"Uncaught {out.get('exc_type') or 'exception'}"
+    return out
 
 
 def _is_error_line(r: dict[str, Any]) -> bool:

@@ -384,3 +384,43 @@ def test_triage_cli_baseline_accepts_a_good_run(tmp_path: Path) -> None:
 
     (row,) = json.loads(out.read_text())
     assert row["category"] == "unknown" and "new since the good run" in row["cause"]
+
+
+# ------------------------------------------------------------------------------------------
+# a traceback around a candidate line stays the uncatalogued traceback it was
+# ------------------------------------------------------------------------------------------
+
+_RAISER = """
+class CorruptShardError(Exception):
+    pass
+
+
+def read(shard):
+    raise CorruptShardError({msg!r})
+
+
+read("/data/train-00017.bin")
+"""
+
+
+@pytest.mark.parametrize(
+    "msg", ["crc mismatch in shard 17", "abort: crc mismatch in shard 17", "FATAL ERROR in shard"]
+)
+def test_a_real_traceback_with_candidate_words_is_still_a_python_exception(
+    tmp_path: Path, msg: str
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "loader.py"
+    script.write_text(_RAISER.format(msg=msg))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert out.returncode == 1 and "CorruptShardError" in out.stderr
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "slurm-1.out").write_text(out.stderr)
+    a = analyze(job, catalog=CATALOG, workers=1)
+    assert any(r["role"] == "candidate" for r in a.rows), "the traceback holds a candidate line"
+    v = a.diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("python_exception", "python.traceback")
+    assert f"CorruptShardError was raised: {msg}" in v.cause
