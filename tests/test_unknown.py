@@ -424,3 +424,40 @@ def test_a_real_traceback_with_candidate_words_is_still_a_python_exception(
     v = a.diagnosis.verdict
     assert (v.category, v.pattern_id) == ("python_exception", "python.traceback")
     assert f"CorruptShardError was raised: {msg}" in v.cause
+
+
+_RECORDED = """
+from torch.distributed.elastic.multiprocessing.errors import record
+
+
+class CorruptShardError(Exception):
+    pass
+
+
+@record
+def main():
+    raise CorruptShardError("FATAL: crc mismatch in shard 17")
+
+
+main()
+"""
+
+
+def test_a_real_error_json_with_candidate_words_stays_its_root(tmp_path: Path) -> None:
+    """torchelastic's error.json (written by ``@record``) whose message a candidate matches is
+    still the error.json root, not a candidate."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(_RECORDED)
+    job = tmp_path / "job"
+    job.mkdir()
+    env = {**os.environ, "TORCHELASTIC_ERROR_FILE": str(job / "error.json")}
+    subprocess.run([sys.executable, str(script)], capture_output=True, env=env, check=False)
+    assert (job / "error.json").is_file()
+    v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("python_exception", "torchelastic.error_json")
+    assert "CorruptShardError" in v.cause
