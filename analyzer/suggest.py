@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,12 @@ def find_unknown(job: Path, catalog: Any, baseline: frozenset[str] | None) -> Fo
     if chosen is None:
         ws = a.facts.get("world_size")
         ranked = rank_templates(templates, keep, ws if isinstance(ws, int) else None)
+        if not ranked and a.diagnosis.status == "failed":
+            # asked for explicitly: a line without a rank (logs with no rank prefixes) will do
+            ranked = sorted(
+                (t for t in templates if not t.in_baseline),
+                key=lambda t: (len(t.ranks), t.first.get("time") or datetime.max),
+            )
         chosen = ranked[0] if ranked else None
     if chosen is None:
         return None

@@ -461,3 +461,19 @@ def test_a_real_error_json_with_candidate_words_stays_its_root(tmp_path: Path) -
     v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
     assert (v.category, v.pattern_id) == ("python_exception", "torchelastic.error_json")
     assert "CorruptShardError" in v.cause
+
+
+def test_a_line_without_a_rank_is_not_inferred_but_can_be_drafted(tmp_path: Path) -> None:
+    """The real sample with the srun label and tee header removed from the shardio line only
+    (a constructed variant): no rank, so no inferred verdict; `suggest`, asked explicitly,
+    still drafts the pattern."""
+    job = tmp_path / "job"
+    job.mkdir()
+    text = (JOB1 / "slurm-1.out").read_text()
+    assert "0: [default1]:shardio" in text
+    (job / "slurm-1.out").write_text(text.replace("0: [default1]:shardio", "shardio"))
+    v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
+    assert v.category == "collective_timeout" and v.unknown is None
+    r = CliRunner().invoke(app, ["patterns", "suggest", str(job), "-o", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "d").glob("*.toml"))) == 1
