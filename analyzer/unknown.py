@@ -241,7 +241,8 @@ def infer(
     """The verdict after looking at candidates, and the ranked templates (best first).
 
     ``v`` is returned unchanged unless it is a cascade and a rank-level template explains it:
-    on the rank ``v`` already names, or any rank when ``v`` names none.
+    on the rank ``v`` already names, or, when ``v`` names none, a template its rank died of
+    (the rank's death follows the line).
     """
     ranked = rank_templates(group(cands, hosts_of(rows), baseline or frozenset()), rows, world)
     if not ranked or not is_cascade(v, rows):
@@ -251,7 +252,8 @@ def infer(
         if not ranked:
             return v, []
     best = ranked[0]
-    if v.rank is None and not best.near_death and len(best.ranks) > 1:
+    if v.rank is None and not best.near_death:
+        # nothing ties the line to the failure: a rank that logged an error and lived on
         return v, ranked
     return _inferred(v, best, rows, world, baseline is not None), ranked
 

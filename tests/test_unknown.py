@@ -477,3 +477,11 @@ def test_a_line_without_a_rank_is_not_inferred_but_can_be_drafted(tmp_path: Path
     r = CliRunner().invoke(app, ["patterns", "suggest", str(job), "-o", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
     assert len(list((tmp_path / "d").glob("*.toml"))) == 1
+
+
+def test_a_rank_that_logged_an_error_and_lived_on_is_not_blamed() -> None:
+    rows = [_timeout(0, 30, 10), _timeout(2, 30, 11), _timeout(3, 30, 12), _timeout(1, 30, 13)]
+    cands = [_row(0, "candidate", "candidates.error_level", "ERROR: slow read, retrying", 4, 8)]
+    v0 = _cascade()
+    v, ranked = infer(v0, rows, cands, world=4)
+    assert v is v0 and len(ranked) == 1, "ranked, but not blamed"
