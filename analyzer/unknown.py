@@ -270,11 +270,10 @@ def _inferred(
     spread = f"on {len(g.ranks)} of {n} ranks" if n else f"on {len(g.ranks)} rank(s)"
     new = ", new since the good run" if baseline and not g.in_baseline else ""
     death = " just before that rank died" if g.near_death else ""
-    what = cascade.title or cascade.category
     cause = (
         f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
         f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
-        f"({cascade.category}: {what})."
+        f"({cascade.category}, kept as an alternative)."
     )
     fix = (
         f"Look at what printed this line on {where}: the component it names (a data loader, "
