@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from analyzer.categories import SLURM_END_CATEGORIES
 from analyzer.triage.fingerprint import normalize
 from analyzer.verdict import Evidence, Verdict
 
@@ -222,8 +223,8 @@ def rank_templates(
 
 def is_cascade(v: Verdict, rows: list[dict[str, Any]]) -> bool:
     """Whether ``v`` only describes the cascade (no catalog root line explains the failure)."""
-    if any(r.get("role") == "root" for r in rows):
-        return False
+    if any(r.get("role") == "root" and r["category"] not in SLURM_END_CATEGORIES for r in rows):
+        return False  # a catalogued cause (a SLURM end after a hang is not one)
     if v.category in _CASCADES:
         return True
     if v.pattern_id and v.pattern_id.startswith("torchelastic.exit."):

@@ -485,3 +485,13 @@ def test_a_rank_that_logged_an_error_and_lived_on_is_not_blamed() -> None:
     v0 = _cascade()
     v, ranked = infer(v0, rows, cands, world=4)
     assert v is v0 and len(ranked) == 1, "ranked, but not blamed"
+
+
+def test_a_hang_cut_by_the_time_limit_can_still_be_explained() -> None:
+    end = _row(
+        None, "root", "slurm.cancelled.time_limit", "DUE TO TIME LIMIT", 900, 30, "slurm_time_limit"
+    )
+    rows = [_timeout(0, 600, 10), _timeout(2, 600, 11), _timeout(3, 600, 12), end]
+    own = [_row(1, "candidate", "candidates.fatal", LINE1, 4, 8)]
+    v, _ = infer(_cascade(rank=1), rows, own, world=4)
+    assert (v.category, v.rank) == ("unknown", 1)
