@@ -47,6 +47,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     flightrec: FrFinding | None = None
     """What the PyTorch Flight Recorder dumps show (None without dumps)."""
+    baseline: frozenset[str] | None = None
+    """Templates of a good run's unknown-error lines (``--baseline``), see analyzer.unknown."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -81,6 +83,7 @@ class Analysis:
                 readable=self.read.readable,
                 flight_recorder=fr.as_dict() if fr is not None else None,
             ),
+            self.baseline,
         )
 
     @property
@@ -134,6 +137,7 @@ def analyze(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     missing_ok: bool = False,
+    baseline: Sequence[str | Path] = (),
 ) -> Analysis:
     """Read one job's logs (directories or files) and attribute every event.
 
@@ -159,6 +163,9 @@ def analyze(
     the analysis is returned with ``read.readable`` False and ``diagnosis.status ==
     "unknown"`` (``diagnosis.exit_code == 3``, as the command line exits).
 
+    ``baseline``: a good run of the same job; lines whose templates it also printed are never
+    taken for an unknown failure's cause.
+
     >>> a = analyze("sample_logs/real/exception-cascade")   # doctest: +SKIP
     >>> a.events.columns[:4], a.diagnosis.verdict.category  # doctest: +SKIP
     """
@@ -181,4 +188,9 @@ def analyze(
     fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)
     if fr is not None:
         rows += evidence_rows(fr, rows)
-    return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr)
+    base = None
+    if baseline:
+        from analyzer.unknown import baseline_templates
+
+        base = baseline_templates([Path(p) for p in baseline], cat)
+    return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base)

@@ -28,7 +28,8 @@ ENV_VAR = "MCORE_DIAGNOSE_PATTERNS"
 USER_TIMEOUT_S = 0.25
 """Time limit for one search of a user-supplied regex."""
 BUILTIN_TIMEOUT_S = 2.0
-_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
+_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
+"""A candidate loses to every other pattern on the same line."""
 PATTERN_KEYS: frozenset[str] = frozenset(
     {
         "id",
@@ -249,17 +250,24 @@ class Catalog:
 
     def match_all(self, message: str) -> list[PatternMatch]:
         """Every pattern that matches ``message`` (prefixes already stripped); a ``fallback``
-        pattern only when no other pattern matches."""
+        pattern only when no other pattern matches (a ``candidate`` does not count: it claims
+        only what no catalog pattern, catch-alls included, claims)."""
         out = []
         for p in self.candidates(message):
             m = p.search(message)
             if m:
                 out.append(PatternMatch(p, {k: v for k, v in m.groupdict().items() if v}))
-        specific = [pm for pm in out if "fallback" not in pm.pattern.tags]
-        return specific or out
+        specific = [
+            pm for pm in out if "fallback" not in pm.pattern.tags and pm.pattern.role != "candidate"
+        ]
+        if specific:
+            return specific
+        fallbacks = [pm for pm in out if "fallback" in pm.pattern.tags]
+        return fallbacks or out
 
     def match(self, message: str) -> PatternMatch | None:
-        """The one match kept for a line: root over symptom over context, then catalog order."""
+        """The one match kept for a line: root over symptom over context over candidate, then
+        catalog order."""
         found = self.match_all(message)
         if not found:
             return None

@@ -30,8 +30,10 @@ CATEGORIES: tuple[str, ...] = (
 )
 """Every category word of the JSON contract (``categories.md``); never rename one."""
 
-ROLES: tuple[str, ...] = ("root", "symptom", "context")
-"""``root`` can be the cause; ``symptom`` follows an earlier failure; ``context`` carries facts."""
+ROLES: tuple[str, ...] = ("root", "symptom", "context", "candidate")
+"""``root`` can be the cause; ``symptom`` follows an earlier failure; ``context`` carries facts;
+``candidate`` is an error-like line no other pattern claims (``patterns/candidates.toml``), never
+a verdict by itself: ``analyzer.unknown`` ranks candidates when the verdict is only a cascade."""
 
 STRUCTURAL_NAMES: frozenset[str] = frozenset(
     {

@@ -169,6 +169,15 @@ WorkersOpt = Annotated[
         "--workers", "-j", metavar="N", help="Processes for reading (default: one per core)."
     ),
 ]
+GoodRunOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--baseline",
+        help="A good run of the same job (directory or log file, repeatable): error lines it "
+        "also printed are never taken for the cause of an unknown failure.",
+        show_default=False,
+    ),
+]
 
 
 def fail(message: str, code: int = EXIT_UNREADABLE) -> None:
@@ -190,7 +199,12 @@ def _load(
     workers: int | None,
     show: bool,
     catalog: Any = None,
+    baseline: list[Path] | None = None,
 ) -> Any:
+    for b in baseline or []:
+        if not b.exists():
+            fail(f"--baseline {b}: no such file or directory; give a good run's logs", EXIT_USAGE)
+
     tmp: Path | None = None
     real: list[Path] = []
     for p in paths:
@@ -205,7 +219,14 @@ def _load(
 
         cat = catalog if catalog is not None else _catalog(patterns)
         with progress_callback(show) as cb:
-            return analyze(real, catalog=cat, workers=workers, progress=cb, missing_ok=True)
+            return analyze(
+                real,
+                catalog=cat,
+                workers=workers,
+                progress=cb,
+                missing_ok=True,
+                baseline=baseline or [],
+            )
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -291,6 +312,7 @@ def diagnose_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line per job.")] = False,
     workers: WorkersOpt = None,
     fr: Annotated[list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False)] = None,
+    baseline: GoodRunOpt = None,
 ) -> None:
     """Diagnose failed jobs: first failing rank, cause, fix (the default command).
 
@@ -306,6 +328,8 @@ def diagnose_cmd(
       mcore-diagnose logs/job-1234/ logs/job-1235/ -f json | jq .verdict.category
 
       mcore-diagnose slurm-1234.out train-1234.err --format json
+
+      mcore-diagnose logs/job-1234/ --baseline logs/job-1200/   # a good run of the same job
     """
     from analyzer.color import use_color
     from analyzer.outputs import OutputError, combine, group_jobs, job_label, plan_outputs
@@ -331,7 +355,7 @@ def diagnose_cmd(
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        a = _load([*job, *(fr or [])], patterns, workers, show_progress, catalog)
+        a = _load([*job, *(fr or [])], patterns, workers, show_progress, catalog, baseline)
         problem = _unreadable(a, job)
         if problem is not None:
             codes.append(EXIT_UNREADABLE)
@@ -572,6 +596,69 @@ def _catalog_hint(patterns: list[Path] | None) -> str:
     if patterns or os.environ.get(ENV_VAR):
         return f"\nFix the pattern file, or leave out --patterns and {ENV_VAR}."
     return ""
+
+
+@patterns_app.command("suggest")
+def patterns_suggest(
+    jobs: Annotated[
+        list[Path], typer.Argument(help="Job directories with an unknown failure.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Directory to write the drafted pattern files.")
+    ],
+    baseline: GoodRunOpt = None,
+    patterns: PatternsOpt = None,
+) -> None:
+    """Draft a pattern (TOML) from the unknown failure of one or more jobs.
+
+    Jobs whose unknown lines share a template give one draft. Each draft passes `patterns
+    test` as written; set its category, cause and fix, then use it with --patterns DIR.
+
+    Example:
+
+      mcore-diagnose patterns suggest logs/job-1234/ logs/job-1250/ -o my-patterns/
+    """
+    from analyzer.suggest import SuggestError, check, suggest
+
+    for j in [*jobs, *(baseline or [])]:
+        if not j.exists():
+            fail(f"{j}: no such file or directory", EXIT_USAGE)
+    out = output.resolve()
+    for j in jobs:
+        jr = j.resolve()
+        if jr.is_dir() and (out == jr or jr in out.parents):
+            fail(f"-o {output} is inside the job directory {j}; write elsewhere", EXIT_USAGE)
+    cat = _catalog(patterns)
+    try:
+        drafts, notes = suggest(jobs, baseline or [], cat)
+    except SuggestError as exc:
+        fail(str(exc), EXIT_UNKNOWN)
+        return
+    for n in notes:
+        typer.echo(f"mcore-diagnose: {n}", err=True)
+    if not drafts:
+        fail("nothing to draft: no job has an error line that no pattern knows", EXIT_UNKNOWN)
+    with tempfile.TemporaryDirectory(prefix="mcore-suggest-") as tmp:
+        for d in drafts:
+            problems = check(d, Path(tmp))
+            if problems:
+                fail(f"the draft {d.pattern_id} does not prove itself: {problems[0]}", 1)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        for d in drafts:
+            (output / d.file_name).write_text(d.toml, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
+    for d in drafts:
+        typer.echo(
+            f"{output / d.file_name}: {d.pattern_id} from {len(d.jobs)} job(s) "
+            f"({', '.join(d.jobs)}), template {d.fingerprint}"
+        )
+    typer.echo(
+        f"next: set category, cause and fix; `mcore-diagnose patterns test --patterns {output}`; "
+        f"then `mcore-diagnose JOB --patterns {output}`",
+        err=True,
+    )
 
 
 def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:

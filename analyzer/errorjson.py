@@ -34,7 +34,7 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
     m = EXC_LINE.match(first.strip())
     fields = {k: v for k, v in (m.groupdict() if m else {}).items() if v}
     tb = extra.get("py_callstack") if isinstance(extra, dict) else None
-    if pm is not None and pm.pattern.role != "context":
+    if pm is not None and pm.pattern.role not in ("context", "candidate"):
         p = pm.pattern
         pid, cat, role, title, cause, fix = p.id, p.category, p.role, p.title, p.cause, p.fix
         fields.update(pm.fields)

@@ -24,6 +24,7 @@ from analyzer.fixes import tailor_fix
 from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
 from analyzer.timefmt import iso
+from analyzer.unknown import infer, split_candidates
 from analyzer.verdict import Diagnosis, Evidence, Verdict
 
 SKEW = timedelta(seconds=2)
@@ -115,6 +116,11 @@ def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set
     if isinstance(ws, int) and 0 < ws <= 1_000_000:
         return set(range(ws))
     return {r["rank"] for r in rows if r.get("rank") is not None}
+
+
+def _world(facts: JobFacts, geo: Geometry) -> int | None:
+    ws = geo.world_size  # settled once (Geometry.resolve)
+    return ws if isinstance(ws, int) and ws > 0 else None
 
 
 def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -484,9 +490,13 @@ def diagnose_rows(
     facts: JobFacts,
     geo: Geometry,
     read: ReadSummary | None = None,
+    baseline: frozenset[str] | None = None,
 ) -> Diagnosis:
-    """The job's complete diagnosis: one verdict per torchrun attempt, and the one for the job."""
+    """The job's complete diagnosis: one verdict per torchrun attempt, and the one for the job.
+
+    ``baseline``: templates of a good run's candidate lines (``analyzer.unknown``)."""
     read = read or ReadSummary()
+    rows, candidates = split_candidates(rows)
     _attempt_of(rows)
     attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
     per_attempt: list[Verdict] = []
@@ -510,6 +520,11 @@ def diagnose_rows(
                 alts.insert(0, x)
         n = len(per_attempt)
         v.cause += f" (attempt {v.attempt} of {n}; see the per-attempt verdicts)"
+    if status == "failed" and candidates:
+        inferred, _ranked = infer(v, rows, candidates, _world(facts, geo), baseline)
+        if inferred is not v:
+            alts.insert(0, v)
+            v = inferred
     symptoms, lines = _summarise(rows, v)
     ranks: dict[int, dict[str, Any]] = {
         r["rank"]: {

@@ -69,10 +69,12 @@ class Verdict:
     key: dict[str, str] = field(default_factory=dict)
     """What identifies this failure across jobs (exception type, frame, message template):
     the fingerprint's input, independent of the rendered wording."""
+    unknown: dict[str, Any] | None = None
+    """For a verdict inferred from a line no pattern knows: its template and fingerprint."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
-        return {
+        d = {
             "category": self.category,
             "pattern_id": self.pattern_id,
             "rank": self.rank,
@@ -88,6 +90,9 @@ class Verdict:
             "rank_note": self.rank_note,
             "attempt": self.attempt,
         }
+        if self.unknown is not None:
+            d["unknown"] = self.unknown
+        return d
 
 
 @dataclass

@@ -312,6 +312,45 @@ SCENARIOS: tuple[Scenario, ...] = (
         max_seconds=180,
     ),
     Scenario(
+        name="unknown-loader-fatal",
+        description="rank 1's data-loading library (a made-up shardio, unknown to the catalog) "
+        "prints one FATAL line at iteration 4 and exits 1, with no exception and no traceback; "
+        "the other ranks fail in their gloo collectives and torchrun tears the job down",
+        category="unknown",
+        rank=1,
+        node="0",
+        cause="shardio's FATAL line on rank 1 (node 0, local rank 1) at iteration 4: a failure "
+        "no catalog pattern knows, found as a rank-level candidate",
+        must_contain=(
+            r"shardio: FATAL: corrupt record header in /data/tokens/train-\d+\.bin at offset \d+",
+            r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\) of binary: ",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        tee=True,
+        env={"MCORE_FAULT": "loader-fatal", "MCORE_FAULT_RANK": "1", "MCORE_FAULT_ITER": "4"},
+    ),
+    Scenario(
+        name="unknown-loader-fatal-again",
+        description="the same unknown shardio failure in another job: rank 2, iteration 6, "
+        "another shard and offset, split .out/.err files",
+        category="unknown",
+        rank=2,
+        node="1",
+        cause="shardio's FATAL line on rank 2 (node 1, local rank 0) at iteration 6: the same "
+        "unknown failure as unknown-loader-fatal, with other numbers",
+        must_contain=(
+            r"shardio: FATAL: corrupt record header in /data/tokens/train-\d+\.bin at offset \d+",
+            r"failed \(exitcode: 1\) local_rank: 0 \(pid: \d+\) of binary: ",
+        ),
+        expected_state="FAILED",
+        output="split",
+        label=True,
+        tee=True,
+        env={"MCORE_FAULT": "loader-fatal", "MCORE_FAULT_RANK": "2", "MCORE_FAULT_ITER": "6"},
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -326,6 +365,32 @@ SCENARIOS: tuple[Scenario, ...] = (
         output="combined",
         label=True,
         train_args=("--train-iters", "10"),
+    ),
+    Scenario(
+        name="clean-success-verbose",
+        description="a healthy run of 10 iterations with every log level turned up "
+        "(LOGLEVEL=INFO, TORCH_CPP_LOG_LEVEL=INFO), torchrun --tee 3 and --log-dir: the "
+        "false-alarm corpus for unknown-failure candidates (TORCH_DISTRIBUTED_DEBUG=DETAIL "
+        "is left out: with it, every worker died of SIGSEGV (exitcode -11) right after DDP built "
+        "its reducer)",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure: the job completed",
+        must_contain=(
+            r"iteration\s+10/\s+10 \| consumed samples:",
+            r"\[after training is done\] datetime:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=True,
+        tee=True,
+        log_dir=True,
+        train_args=("--train-iters", "10"),
+        env={
+            "LOGLEVEL": "INFO",
+            "TORCH_CPP_LOG_LEVEL": "INFO",
+        },
     ),
 )
 

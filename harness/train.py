@@ -35,6 +35,9 @@ in a sibling ``<dir>-json``) with
 torchrun, and from a watchdog thread once no iteration finished for ``MCORE_FR_WATCHDOG_S``
 seconds. After a collective's exception it waits ``MCORE_FR_EXIT_GRACE`` seconds (default 8)
 before exiting, as NCCL's watchdog waits for the other ranks' dumps.
+``loader-fatal``      one rank's data-loading library (a made-up ``shardio``, not in the
+                      catalog) prints one fatal line on stderr and exits 1: no exception, no
+                      traceback; the others then fail in their collectives
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,6 +71,7 @@ FAULTS = (
     "size-bigger",
     "size-smaller",
     "size-huge",
+    "loader-fatal",
 )
 
 
@@ -280,7 +285,24 @@ def get_batch(
         # a data-pipeline bug: a sample index one past the end of the shard
         shard = torch.arange(args.global_batch_size * args.train_iters)
         _ = shard[len(shard)]
+    if args.fault == "loader-fatal" and rank == args.fault_rank and iteration == args.fault_iter:
+        loader_fatal(rank, iteration)
     return tokens[:, :-1], tokens[:, 1:]
+
+
+def loader_fatal(rank: int, iteration: int) -> None:
+    """What a native data-loading library does on a corrupt shard: one line on stderr, then
+    ``exit(1)`` from C (no Python exception, no traceback, no atexit handlers)."""
+    shard = 7 * rank + iteration
+    offset = (iteration * 131 + rank) * 4096
+    crc = zlib.crc32(f"{rank}:{iteration}".encode())
+    sys.stdout.flush()
+    sys.stderr.write(
+        f"shardio: FATAL: corrupt record header in /data/tokens/train-{shard:05d}.bin at offset "
+        f"{offset} (crc 0x{crc:08x} != 0x00000000); cannot continue\n"
+    )
+    sys.stderr.flush()
+    os._exit(1)
 
 
 # --------------------------------------------------------------------------------------

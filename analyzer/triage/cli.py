@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -55,8 +56,10 @@ BaselineOpt = Annotated[
     typer.Option(
         "--baseline",
         "-b",
-        metavar="FILE",
-        help="A previous triage table: mark fingerprints never seen before and ones that vanished.",
+        metavar="PATH",
+        help="A previous triage table (.parquet/.csv/.json): mark fingerprints never seen before "
+        "and ones that vanished. Or a good run's job directory: error lines it also printed are "
+        "never taken for an unknown failure's cause.",
     ),
 ]
 SummaryOpt = Annotated[
@@ -307,7 +310,13 @@ def run_cmd(
     a torchrun --log-dir tree; see docs/triage.md for the whole rule.
     """
     from analyzer.triage.find import FindError, find_jobs, parse_shard, read_job_list
-    from analyzer.triage.run import default_max_memory, run_jobs, to_frame, usable_cpus
+    from analyzer.triage.run import (
+        default_max_memory,
+        diagnose_job,
+        run_jobs,
+        to_frame,
+        usable_cpus,
+    )
 
     summaries = list(summary or [])
     _check_outputs(output, summaries)
@@ -321,6 +330,9 @@ def run_cmd(
         _usage("--workers must be 0 or more")
     if timeout < 0:
         _usage("--timeout must be 0 or more")
+    good_runs: tuple[str, ...] = ()
+    if baseline is not None and baseline.is_dir():
+        good_runs, baseline = (str(baseline.resolve()),), None
     baseline_df = _load_baseline(baseline)
     if patterns:
         _use_patterns(patterns)
@@ -374,11 +386,13 @@ def run_cmd(
         typer.echo(
             f"triage: {len(jobs)} job directories{where}, {n_workers or 1} worker(s)", err=True
         )
+    func = partial(diagnose_job, good_runs=good_runs) if good_runs else diagnose_job
     rows = run_jobs(
         jobs,
         workers=n_workers,
         timeout=timeout or None,
         max_memory=mem,
+        func=func,
         progress=_Progress(not quiet and sys.stderr.isatty()),
     )
     if sacct:

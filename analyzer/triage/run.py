@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from analyzer.triage.find import Job
@@ -60,6 +61,8 @@ COLUMNS: dict[str, str] = {
     "start": "datetime",
     "end": "datetime",
     "note": "str",
+    "unknown_fingerprint": "str",
+    "unknown_template": "str",
 }
 """The triage table's columns, in order. ``time`` is a datetime (the wall clock of the logs; in
 JSON and CSV the ISO 8601 form of ``analyzer.timefmt``)."""
@@ -151,13 +154,29 @@ def _catalog() -> Any:
     return _CATALOG
 
 
-def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
-    """Diagnose one job (in a worker process) and return its row."""
+_GOOD_RUNS: dict[tuple[str, ...], frozenset[str]] = {}
+"""Templates of the good runs (``--baseline GOOD_JOB_DIR``), computed once per worker."""
+
+
+def _good_run_templates(good_runs: tuple[str, ...]) -> frozenset[str] | None:
+    if not good_runs:
+        return None
+    if good_runs not in _GOOD_RUNS:
+        from analyzer.unknown import baseline_templates
+
+        _GOOD_RUNS[good_runs] = baseline_templates([Path(g) for g in good_runs], _catalog())
+    return _GOOD_RUNS[good_runs]
+
+
+def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Diagnose one job (in a worker process) and return its row; ``good_runs``: good runs of
+    the same job, whose error lines are never an unknown failure's cause."""
     from analyzer.api import analyze
     from analyzer.triage.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id)
     a = analyze(path, catalog=_catalog(), workers=1, missing_ok=True)
+    a.baseline = _good_run_templates(good_runs)
     d = a.diagnosis
     v = d.verdict
     row = empty_row(job)
@@ -203,6 +222,9 @@ def diagnose_job(path: str, job_id: str) -> dict[str, Any]:
             frame=key.get("frame"),
         )
         row["fingerprint_version"] = FINGERPRINT_VERSION
+    if v.unknown:
+        row["unknown_fingerprint"] = v.unknown.get("fingerprint")
+        row["unknown_template"] = v.unknown.get("template")
     problems = list(a.read.problems)
     if not a.read.scans:
         skipped = [f"{rel}: {why}" for rel, why in a.discovery.skipped[:3]]
@@ -217,7 +239,7 @@ def _worker_main(conn: Any, func: JobFunc) -> None:
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     with contextlib.suppress(AttributeError, ValueError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    if func is diagnose_job:
+    if getattr(func, "func", func) is diagnose_job:
         # load the catalog before saying ready, so that no job's time limit pays for it
         try:
             _catalog()

@@ -46,6 +46,8 @@ class Summary:
     new: list[str] = field(default_factory=list)
     vanished: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    unknowns: pl.DataFrame | None = None
+    """Failures no pattern knows, grouped by template fingerprint (``analyzer.unknown``)."""
 
     @property
     def failed(self) -> int:
@@ -274,9 +276,49 @@ def summarize(
         unknown_cause=failed.filter(pl.col("category") == "unknown").height,
         unreadable=by_status.get("unknown", 0),
     )
+    s.unknowns = _unknown_groups(failed)
     if baseline is not None:
         _compare(s, failed, baseline, baseline_name or "baseline")
     return s
+
+
+def _unknown_groups(failed: pl.DataFrame) -> pl.DataFrame | None:
+    """One row per unknown-line template: jobs, first seen (time and job), examples."""
+    import polars as pl
+
+    if "unknown_fingerprint" not in failed.columns:
+        return None
+    rows = failed.filter(pl.col("unknown_fingerprint").is_not_null())
+    if not rows.height:
+        return None
+    return (
+        rows.sort(["time", "path"], nulls_last=True)
+        .group_by("unknown_fingerprint", maintain_order=True)
+        .agg(
+            pl.len().alias("jobs"),
+            pl.col("unknown_template").first().alias("template"),
+            pl.col("time").first().alias("first_time"),
+            pl.col("job_id").first().alias("first_job"),
+            pl.col("job_id").head(EXAMPLES).alias("examples"),
+        )
+        .sort(["jobs", "unknown_fingerprint"], descending=[True, False])
+    )
+
+
+def unknown_lines(s: Summary) -> list[str]:
+    """One sentence per unknown-failure template, most jobs first (plain, unescaped text)."""
+    if s.unknowns is None:
+        return []
+    out = []
+    for r in s.unknowns.iter_rows(named=True):
+        n = r["jobs"]
+        what = f"the same unknown failure in {n} jobs" if n > 1 else "an unknown failure in 1 job"
+        when = f"{r['first_time']} " if r["first_time"] else ""
+        out.append(
+            f"{what}, first seen {when}in job {r['first_job']} "
+            f"({r['unknown_fingerprint']}): {_one_line(r['template'], 160)}"
+        )
+    return out
 
 
 def _compare(s: Summary, failed: pl.DataFrame, baseline: pl.DataFrame, name: str) -> None:
@@ -407,6 +449,8 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
     else:
         con.print(Text("Node implication: no node is the failing node of several jobs."))
     con.print(Text(_unknown_line(s)))
+    for line in unknown_lines(s):
+        con.print(Text(f"  {line}"))
     for r in s.undiagnosed.head(10).iter_rows(named=True):
         con.print(Text(f"  {r['status']}: {r['job_id']} ({r['path']}): {_one_line(r['note'])}"))
     if s.undiagnosed.height > 10:
@@ -480,6 +524,9 @@ def render_markdown(s: Summary) -> str:
     else:
         out.append("No node is the failing node of several jobs.")
     out += ["", "## Unknown", "", md_escape(_unknown_line(s))]
+    if s.unknowns is not None:
+        out.append("")
+        out += [f"- {md_escape(line)}" for line in unknown_lines(s)]
     if s.undiagnosed.height:
         out.append("")
         for r in s.undiagnosed.iter_rows(named=True):
@@ -586,6 +633,8 @@ def render_html(s: Summary) -> str:
     else:
         p.append("<p>No node is the failing node of several jobs.</p>")
     p.append(f"<h2>Unknown</h2><p>{_h(_unknown_line(s))}</p>")
+    if s.unknowns is not None:
+        p.append("<ul>" + "".join(f"<li>{_h(line)}</li>" for line in unknown_lines(s)) + "</ul>")
     if s.undiagnosed.height:
         p.append("<ul>")
         for r in s.undiagnosed.iter_rows(named=True):

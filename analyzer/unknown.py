@@ -1,0 +1,322 @@
+"""Failures no pattern knows: template, rank and explain the catalog's ``candidate`` lines.
+
+``patterns/candidates.toml`` claims error-like lines that no other pattern claims (role
+``candidate``). This module never reads logs itself; it works on the event rows:
+
+1. **Templates.** Each candidate message is masked (timestamps, UUIDs, URLs, paths, IP
+   addresses, hex ids, the job's host names, every number: ranks, pids, sizes) into a
+   template, hashed into a stable, versioned fingerprint (``t1-<12 hex>``).
+2. **Ranking.** Templates are grouped; a template that the good run (``--baseline``) also
+   printed is never a candidate; one printed on many ranks is noise (every rank prints it);
+   the best is on one or few ranks, before (or with) the cascade's first event, near its
+   rank's death (torchrun's ``failed (exitcode: …)``, a signal).
+3. **Verdict inputs.** :func:`infer` replaces a cascade verdict (a hang, a bare death, an
+   unknown failure, a symptom-only network error) by an inferred one naming the rank and the
+   line, with a confidence of 0.4-0.5; it never touches a verdict a catalog root explains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from analyzer.categories import SLURM_END_CATEGORIES
+from analyzer.triage.fingerprint import normalize
+from analyzer.verdict import Evidence, Verdict
+
+TEMPLATE_VERSION = 1
+"""Bump when what a template masks changes: fingerprints of another version never compare."""
+ROLE = "candidate"
+SKEW = timedelta(seconds=2)
+DEATH_WINDOW = timedelta(minutes=5)
+"""A candidate this long (or less) before its rank's death is "near" it."""
+_LEVEL_ONLY = "candidates.logger_error_level"
+"""Matches any message: kept only when the logger prefix says E or F."""
+_DEATH_PREFIXES = ("torchelastic.exit.", "slurm.task.")
+_FAMILY = {"candidates.crash": "native_crash", "candidates.abort_panic": "native_crash"}
+"""Candidate patterns whose line family a catalog category names (a crash, an abort)."""
+_CASCADES = ("collective_timeout", "unknown")
+_SYMPTOM_ONLY = ("network", "nccl_error")
+
+
+@dataclass
+class Template:
+    """One masked line form and the candidate rows that share it."""
+
+    template: str
+    fingerprint: str
+    rows: list[dict[str, Any]]
+    ranks: set[int] = field(default_factory=set)
+    in_baseline: bool = False
+    near_death: bool = False
+    before_cascade: bool = True
+
+    @property
+    def first(self) -> dict[str, Any]:
+        """The earliest row (by time, then file and line); rows with a rank first."""
+        return min(self.rows, key=_order)
+
+    def as_dict(self, world: int | None, baseline: bool) -> dict[str, Any]:
+        """JSON form for the report (``verdict.unknown``)."""
+        r = self.first
+        return {
+            "template": self.template,
+            "fingerprint": self.fingerprint,
+            "template_version": TEMPLATE_VERSION,
+            "pattern_id": r["pattern_id"],
+            "ranks": sorted(self.ranks),
+            "world_size": world,
+            "lines": len(self.rows),
+            "near_death": self.near_death,
+            "new_since_baseline": (not self.in_baseline) if baseline else None,
+        }
+
+
+def _order(r: dict[str, Any]) -> tuple[bool, datetime, str, int]:
+    return (r.get("rank") is None, r.get("time") or datetime.max, r["file"], r["line"])
+
+
+def split_candidates(
+    rows: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows without candidates, candidate rows); the first list feeds the existing rules.
+
+    A traceback the reader assembled around a candidate line (a custom ``ShardError: …``, a
+    source line with ``abort`` in it) is given back to the rules as the uncatalogued
+    traceback it is without the candidate catalog."""
+    keep, cands = [], []
+    for r in rows:
+        if r.get("role") == ROLE and r.get("traceback"):
+            keep.append(_as_traceback(r))
+        elif r.get("role") == ROLE:
+            cands.append(r)
+        else:
+            keep.append(r)
+    return keep, [r for r in cands if _is_error_line(r)]
+
+
+def _as_traceback(r: dict[str, Any]) -> dict[str, Any]:
+    """The reader's event for a traceback no catalog pattern claims (``python.traceback``):
+    a root with the exception line's type and message, a symptom when the traceback was cut
+    before its exception line."""
+    from analyzer.scan import EXC_LINE, TRACEBACK_PATTERN, TRACEBACK_START
+
+    p = TRACEBACK_PATTERN
+    body = (r.get("traceback") or "").splitlines()
+    last = body[-1] if len(body) > 1 else ""
+    stripped = last.strip()
+    em = (
+        EXC_LINE.match(stripped)
+        if last[:1]
+        and not last[:1].isspace()
+        and not stripped.startswith(
+            ('File "', "During handling", "The above exception", TRACEBACK_START)
+        )
+        else None
+    )
+    out = dict(r)
+    out.update(
+        pattern_id=p.id,
+        category=p.category,
+        role="root" if em else "symptom",
+        _cause=p.cause,
+        _fix=p.fix,
+    )
+    if em:
+        out["exc_type"] = em["exc_type"]
+        out["exc_msg"] = em["exc_msg"]
+    out["title"] = f"Uncaught {out.get('exc_type') or 'exception'}"
+    return out
+
+
+def _is_error_line(r: dict[str, Any]) -> bool:
+    if r["pattern_id"] != _LEVEL_ONLY:
+        return True
+    return (r.get("level") or "") in ("E", "F")
+
+
+def template_of(message: str, hosts: Iterable[str] = ()) -> str:
+    """The message with its variable parts masked (the same masking as triage fingerprints)."""
+    return normalize(message, hosts)
+
+
+def template_fingerprint(template: str) -> str:
+    """``t<version>-<12 hex>``: stable across jobs, versions and machines."""
+    key = f"t{TEMPLATE_VERSION}\x1f{template}"
+    return (
+        f"t{TEMPLATE_VERSION}-"
+        + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    )
+
+
+def hosts_of(rows: Iterable[dict[str, Any]]) -> set[str]:
+    """The job's host names as the rows name them (masked as ``<host>`` in templates)."""
+    out: set[str] = set()
+    for r in rows:
+        for k in ("host", "node"):
+            h = r.get(k)
+            if isinstance(h, str) and h and not h.isdigit():
+                out.add(h)
+    return out
+
+
+def group(
+    cands: Sequence[dict[str, Any]],
+    hosts: Iterable[str] = (),
+    baseline: frozenset[str] = frozenset(),
+) -> list[Template]:
+    """Candidate rows grouped by template, in order of first appearance."""
+    hosts = set(hosts)
+    groups: dict[str, Template] = {}
+    for r in sorted(cands, key=lambda r: (r.get("time") or datetime.max, r["file"], r["line"])):
+        t = template_of(r.get("message") or r["text"], hosts)
+        g = groups.get(t)
+        if g is None:
+            g = groups[t] = Template(t, template_fingerprint(t), [], in_baseline=t in baseline)
+        g.rows.append(r)
+        if r.get("rank") is not None:
+            g.ranks.add(r["rank"])
+    return list(groups.values())
+
+
+def rank_templates(
+    templates: list[Template],
+    rows: list[dict[str, Any]],
+    world: int | None,
+) -> list[Template]:
+    """The templates that may explain the failure, best first.
+
+    Kept: not in the baseline, printed on a rank, on few ranks (at most a quarter of the world,
+    at least one), not later than the cascade's first event (2 s of skew). Order: near its
+    rank's death first, then fewer ranks, then earlier.
+    """
+    active = [r for r in rows if r.get("role") in ("root", "symptom")]
+    t0 = min((r["time"] for r in active if r.get("time") is not None), default=None)
+    seen_ranks = {r["rank"] for r in rows if r.get("rank") is not None}
+    n = world or len(seen_ranks) or 1
+    few = max(1, n // 4)
+    deaths = [r for r in active if r["pattern_id"].startswith(_DEATH_PREFIXES)]
+    out = []
+    for g in templates:
+        if g.in_baseline or not g.ranks or len(g.ranks) > few:
+            continue
+        first = g.first
+        ft = first.get("time")
+        g.before_cascade = t0 is None or ft is None or ft <= t0 + SKEW
+        if not g.before_cascade:
+            continue
+        g.near_death = any(
+            d.get("rank") in g.ranks
+            and (ft is None or d.get("time") is None or ft - SKEW <= d["time"] <= ft + DEATH_WINDOW)
+            for d in deaths
+        )
+        out.append(g)
+    return sorted(
+        out,
+        key=lambda g: (not g.near_death, len(g.ranks), g.first.get("time") or datetime.max),
+    )
+
+
+def is_cascade(v: Verdict, rows: list[dict[str, Any]]) -> bool:
+    """Whether ``v`` only describes the cascade (no catalog root line explains the failure)."""
+    if any(r.get("role") == "root" and r["category"] not in SLURM_END_CATEGORIES for r in rows):
+        return False  # a catalogued cause (a SLURM end after a hang is not one)
+    if v.category in _CASCADES:
+        return True
+    if v.pattern_id and v.pattern_id.startswith("torchelastic.exit."):
+        return True  # a bare death: an exit code or a signal with nothing before it
+    return v.category in _SYMPTOM_ONLY and v.confidence <= 0.5
+
+
+def infer(
+    v: Verdict,
+    rows: list[dict[str, Any]],
+    cands: list[dict[str, Any]],
+    world: int | None,
+    baseline: frozenset[str] | None = None,
+) -> tuple[Verdict, list[Template]]:
+    """The verdict after looking at candidates, and the ranked templates (best first).
+
+    ``v`` is returned unchanged unless it is a cascade and a rank-level template explains it:
+    on the rank ``v`` already names, or, when ``v`` names none, a template its rank died of
+    (the rank's death follows the line).
+    """
+    ranked = rank_templates(group(cands, hosts_of(rows), baseline or frozenset()), rows, world)
+    if not ranked or not is_cascade(v, rows):
+        return v, ranked
+    if v.rank is not None:
+        ranked = [g for g in ranked if g.ranks == {v.rank}] or []
+        if not ranked:
+            return v, []
+    best = ranked[0]
+    if v.rank is None and not best.near_death:
+        # nothing ties the line to the failure: a rank that logged an error and lived on
+        return v, ranked
+    return _inferred(v, best, rows, world, baseline is not None), ranked
+
+
+def _inferred(
+    cascade: Verdict, g: Template, rows: list[dict[str, Any]], world: int | None, baseline: bool
+) -> Verdict:
+    r = g.first
+    rank = r["rank"]
+    where = f"rank {rank}" + (f" (node {r['node']})" if r.get("node") is not None else "")
+    line = (r.get("message") or r["text"]).strip()
+    short = line if len(line) <= 200 else line[:197] + "…"
+    n = world or len({x["rank"] for x in rows if x.get("rank") is not None}) or None
+    spread = f"on {len(g.ranks)} of {n} ranks" if n else f"on {len(g.ranks)} rank(s)"
+    new = ", new since the good run" if baseline and not g.in_baseline else ""
+    death = " just before that rank died" if g.near_death else ""
+    cause = (
+        f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
+        f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
+        f"({cascade.category}, kept as an alternative)."
+    )
+    fix = (
+        f"Look at what printed this line on {where}: the component it names (a data loader, "
+        "a storage client, a native library) and its input at that moment. If it is the "
+        "cause, turn it into a pattern: `mcore-diagnose patterns suggest JOB_DIR -o DIR`, "
+        "then diagnose with `--patterns DIR`."
+    )
+    ev = [_evidence(r)]
+    death_rows = [
+        d for d in rows if d.get("rank") == rank and d["pattern_id"].startswith(_DEATH_PREFIXES)
+    ]
+    if death_rows:
+        ev.append(_evidence(min(death_rows, key=_order)))
+    out = Verdict(
+        category=_FAMILY.get(r["pattern_id"], "unknown"),
+        cause=cause,
+        fix=fix,
+        confidence=0.5 if g.near_death else 0.4,
+        pattern_id=r["pattern_id"],
+        rank=rank,
+        local_rank=r.get("local_rank"),
+        node=r.get("node"),
+        node_index=r.get("node_index"),
+        time=r.get("time"),
+        title="Failure no pattern knows (inferred from one rank's line)",
+        evidence=ev,
+        rank_note=f"inferred: the first unknown error line, {spread}{new}",
+        attempt=r.get("attempt"),
+    )
+    out.unknown = g.as_dict(n, baseline)
+    return out
+
+
+def _evidence(r: dict[str, Any]) -> Evidence:
+    return Evidence(r["file"], r["line"], r["text"], r.get("rank"), r.get("node"), r.get("time"))
+
+
+def baseline_templates(paths: Sequence[Path], catalog: Any = None) -> frozenset[str]:
+    """Templates of every candidate line of a good run (``--baseline GOOD_JOB_DIR``)."""
+    from analyzer.api import analyze
+
+    a = analyze(list(paths), catalog=catalog, workers=1)
+    _rows, cands = split_candidates([dict(r) for r in a.rows])
+    hosts = hosts_of(a.rows)
+    return frozenset(template_of(r.get("message") or r["text"], hosts) for r in cands)
