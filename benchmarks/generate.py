@@ -10,7 +10,8 @@ Layout (torchrun ``--redirects 3 --log-dir`` under ``srun --label``)::
 
 What happens in the job: training runs with ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL``
 (the bulk of the bytes: NCCL INFO lines), Megatron iteration lines on the last rank,
-UserWarnings, c10 warnings and benign lines that contain the words "error" and "timeout". At
+UserWarnings, c10 warnings and benign lines that contain the words "error" and "timeout"
+(``--dense``: every rank prints its iteration line, the hit-dense profile). At
 ``T_OOM`` one rank (``oom_rank``) raises ``torch.OutOfMemoryError``; its process does not exit
 (it hangs in teardown), so every other rank waits in the next all-reduce and its NCCL watchdog
 fires ten minutes later; each node's torchrun reports its children's deaths (the OOM node's
@@ -59,6 +60,9 @@ class Spec:
     gpus_per_node: int = 8
     seed: int = 7
     oom_rank: int = -1
+    dense: bool = False
+    """Hit-dense: every rank prints its iteration/loss line every step (as many training
+    scripts do), not only Megatron's last rank."""
 
     @property
     def world(self) -> int:
@@ -153,7 +157,7 @@ def _stdout_templates(spec: Spec, rank: int, rnd: random.Random) -> list[tuple[s
         ),
         (" > rerun state machine: 0 errors injected (error_injection_rate 0), timeout 600", 1),
     ]
-    if rank == spec.world - 1:  # Megatron's training_log prints on the last rank
+    if spec.dense or rank == spec.world - 1:  # Megatron's training_log: the last rank
         t.append(
             (
                 " [\x02] iteration \x03/  500000 | consumed samples:     \x03 | elapsed time per "
@@ -597,8 +601,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--oom-rank", type=int, default=-1, help="default: one in the middle")
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument(
+        "--dense", action="store_true", help="every rank prints its iteration line every step"
+    )
     a = ap.parse_args(argv)
-    spec = Spec(a.out, a.size_gb, a.nodes, a.gpus_per_node, a.seed, a.oom_rank)
+    spec = Spec(a.out, a.size_gb, a.nodes, a.gpus_per_node, a.seed, a.oom_rank, a.dense)
     if not 0 <= spec.oom < spec.world:
         ap.error(f"--oom-rank must be in 0..{spec.world - 1}")
     out = generate(spec, a.workers)
