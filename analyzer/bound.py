@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
-KEEP = 64
+KEEP = 8
 """Events kept at each end of a group."""
 IDENTITY_CAPTURES = frozenset(
     {
@@ -99,8 +99,10 @@ class RepeatBound:
     @staticmethod
     def key(writer: Hashable, pattern_id: str, role: str, fields: dict[str, str]) -> Hashable:
         """The group of an event: writer, pattern, role and the identity captures."""
-        ident = tuple(sorted((k, v) for k, v in fields.items() if k in IDENTITY_CAPTURES))
-        return (writer, pattern_id, role, ident)
+        ident = [kv for kv in fields.items() if kv[0] in IDENTITY_CAPTURES]
+        if len(ident) > 1:
+            ident.sort()
+        return (writer, pattern_id, role, tuple(ident))
 
     def offer(self, key: Hashable, item: Item) -> None:
         """Add one matched line to its group."""

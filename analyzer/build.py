@@ -5,7 +5,8 @@ in order and keeps the state that crosses block boundaries: the tracebacks still
 traceback (``Traceback (most recent call last):``) is followed line by line, per writer (the
 launcher prefixes of its first line: lines of other writers interleave freely and are read as
 usual), and ends at its exception line, at the first line of its writer that cannot belong to
-a traceback (not indented, not a frame, not an exception line, not "During handling …"), or
+a traceback (not indented, not a frame, not an exception line, not "During handling …", not a
+second start before any frame, as two processes sharing one label print), or
 ``TRACEBACK_MAX_LINES`` lines after it began. Its event carries the exception type and message
 and the innermost frame. Repeated events are bounded per writer and pattern (``bound.py``).
 """
@@ -173,7 +174,10 @@ class EventBuilder:
             and not stripped.startswith(TRACEBACK_START)
             and EXC_LINE.match(stripped) is not None
         )
-        if stripped and not (indented or fm or chain or is_exc):
+        # A second start before any frame: two processes that share one label printing the
+        # same traceback line by line (8 ranks under one srun task). Read as one traceback.
+        twin = not tb.frames and not indented and stripped.startswith(TRACEBACK_START)
+        if stripped and not (indented or fm or chain or is_exc or twin):
             self._close(tb)
             return False
         tb.body.append(msg)

@@ -217,3 +217,17 @@ def test_user_pattern_disabled_in_a_worker_process_is_reported(
     a = analyze(d, patterns=[pats], workers=2)
     assert a.read.disabled.keys() == {"user.redos"}
     assert any("user.redos" in p and "longer than" in p for p in a.diagnosis.problems)
+
+
+def test_another_writers_line_inside_a_traceback_is_read(tmp_path: Path) -> None:
+    """srun interleaves the agents' output: task 0's SIGTERM line inside task 1's traceback."""
+    sigterm = (
+        "0: W1202 17:23:55.523000 31301 site-packages/torch/distributed/elastic/multiprocessing/"
+        "api.py:1028] Sending process 31355 closing signal SIGTERM\n"
+    )
+    tb = TB_RANK3.replace("[rank3]: ", "1: ").splitlines(keepends=True)
+    p = tmp_path / "slurm-1.out"
+    p.write_text("".join(tb[:3]) + sigterm + "".join(tb[3:]))
+    evs = [(e.pattern_id, e.line, e.task) for e in _scan_file(p)]
+    assert ("torchelastic.sigterm_send", 4, 0) in evs
+    assert ("python.traceback", 7, 1) in evs
