@@ -52,95 +52,93 @@ IDENTITY_CAPTURES = frozenset(
 
 
 class Item:
-    """One matched line on its way to becoming an event (built lazily: most never are)."""
+    """One kept event, or the arguments to build it (most matched lines never are built)."""
 
-    __slots__ = ("event", "fields", "line", "make", "offset", "refs", "repeats")
+    __slots__ = ("args", "event", "fields", "line", "offset", "repeats")
 
-    def __init__(
-        self, line: int, offset: int, fields: dict[str, str], make: Callable[[], Any] | None
-    ) -> None:
+    def __init__(self, line: int, offset: int, fields: dict[str, str], args: Any) -> None:
         self.line = line
         self.offset = offset
         self.fields = fields
-        self.make = make
-        """Builds the event (needs the current block); None once built."""
+        self.args = args
+        """What the builder needs to build the event; None once built."""
         self.event: Any = None
         self.repeats = 1
-        self.refs = 0
-        """Why a folded group still keeps it: in its tail, and each extreme it holds."""
-
-    def build(self) -> Any:
-        """The event, built once."""
-        if self.make is not None:
-            self.event = self.make()
-            self.make = None
-        return self.event
 
 
 class _Group:
-    __slots__ = ("extremes", "first", "n", "tail")
+    __slots__ = ("extremes", "first", "n", "tail", "touched")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int) -> None:
         self.first: list[Item] = []
-        self.tail: deque[Item] = deque(maxlen=KEEP)
+        self.tail: deque[Item] = deque(maxlen=keep)
         self.extremes: dict[tuple[str, bool], tuple[int, Item]] = {}
         self.n = 0
+        self.touched = False
 
 
 class RepeatBound:
-    """The bounded groups of one file."""
+    """The bounded groups of one file; ``build(args)`` makes an event from an item's args."""
 
-    def __init__(self, keep: int = KEEP) -> None:
+    def __init__(self, build: Callable[[Any], Any], keep: int = KEEP) -> None:
         self.keep = keep
+        self._build = build
         self._groups: dict[Hashable, _Group] = {}
-        self._fresh: list[Item] = []
-        """Items offered since the last :meth:`settle` that are not built yet."""
+        self._touched: list[_Group] = []
+        """Groups past their first ``keep`` that got items since the last :meth:`settle`."""
+        self._ident: dict[str, tuple[str, ...]] = {}
 
-    @staticmethod
-    def key(writer: Hashable, pattern_id: str, role: str, fields: dict[str, str]) -> Hashable:
+    def key(self, writer: Hashable, pattern: Any, role: str, fields: dict[str, str]) -> Hashable:
         """The group of an event: writer, pattern, role and the identity captures."""
-        ident = [kv for kv in fields.items() if kv[0] in IDENTITY_CAPTURES]
-        if len(ident) > 1:
-            ident.sort()
-        return (writer, pattern_id, role, tuple(ident))
+        names = self._ident.get(pattern.id)
+        if names is None:
+            groups = getattr(pattern.regex, "groupindex", {})
+            names = self._ident[pattern.id] = tuple(
+                sorted(n for n in groups if n in IDENTITY_CAPTURES)
+            )
+        if not names:
+            return (writer, pattern.id, role)
+        return (writer, pattern.id, role, *[fields.get(n) for n in names])
 
-    def offer(self, key: Hashable, item: Item) -> None:
+    def add(self, key: Hashable, item: Item) -> None:
         """Add one matched line to its group."""
         g = self._groups.get(key)
         if g is None:
-            g = self._groups[key] = _Group()
+            g = self._groups[key] = _Group(self.keep)
         g.n += 1
         if len(g.first) < self.keep:
             g.first.append(item)
-            item.build()
+            self._make(item)
             return
-        tail = g.tail
-        if len(tail) == self.keep:
-            tail[0].refs -= 1  # leaves the tail
-        tail.append(item)
-        item.refs += 1
-        if item.make is not None:
-            self._fresh.append(item)
+        g.tail.append(item)
+        if not g.touched:
+            g.touched = True
+            self._touched.append(g)
         ext = g.extremes
         for k, v in item.fields.items():
             if v.isdigit():
                 iv = int(v)
-                for top in (True, False):
-                    old = ext.get((k, top))
-                    if old is None or (iv > old[0] if top else iv < old[0]):
-                        if old is not None:
-                            old[1].refs -= 1
-                        ext[(k, top)] = (iv, item)
-                        item.refs += 1
+                hi = ext.get((k, True))
+                if hi is None or iv > hi[0]:
+                    ext[(k, True)] = (iv, item)
+                lo = ext.get((k, False))
+                if lo is None or iv < lo[0]:
+                    ext[(k, False)] = (iv, item)
+
+    def _make(self, item: Item) -> None:
+        if item.args is not None:
+            item.event = self._build(item.args)
+            item.args = None
 
     def settle(self) -> None:
-        """Build the pending items that are still kept (call before their block goes)."""
-        for item in self._fresh:
-            if item.refs > 0:
-                item.build()
-            else:
-                item.make = None  # folded: never built
-        self._fresh = []
+        """Build the items still kept (call before the block they point into goes)."""
+        for g in self._touched:
+            g.touched = False
+            for item in g.tail:
+                self._make(item)
+            for _v, item in g.extremes.values():
+                self._make(item)
+        self._touched = []
 
     def events(self) -> list[Any]:
         """Every kept event in file order, with ``repeats`` set."""
@@ -159,7 +157,7 @@ class RepeatBound:
         out.sort(key=lambda i: (i.line, i.offset))
         evs = []
         for i in out:
-            ev = i.build()
+            ev = i.event
             ev.repeats = i.repeats
             evs.append(ev)
         return evs

@@ -84,7 +84,7 @@ class EventBuilder:
         self.lf = lf
         self.matcher = matcher
         self.clock = clock
-        self.bound = RepeatBound()
+        self.bound = RepeatBound(self._build)
         self.open: dict[Writer, _Traceback] = {}
         """Open tracebacks by writer, oldest first."""
 
@@ -219,31 +219,32 @@ class EventBuilder:
             ev = self._event(pm, line)
             ev.fields = {**fields, **ev.fields}
         else:
-            ev = self._event(PatternMatch(TRACEBACK_PATTERN, fields), tb.exc or tb.anchor)
+            pm = PatternMatch(TRACEBACK_PATTERN, fields)
+            ev = self._event(pm, tb.exc or tb.anchor)
             ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
             if tb.exc is None:
                 ev.role = "symptom"  # a traceback cut before its exception line
         ev.traceback = "\n".join(tb.body)
         item = Item(ev.line, ev.offset, ev.fields, None)
         item.event = ev
-        self.bound.offer(
-            RepeatBound.key(writer(tb.anchor[1]), ev.pattern_id, ev.role, ev.fields), item
-        )
+        # Tracebacks of one writer fold only when they raise the same thing at the same place.
+        key = self.bound.key(writer(tb.anchor[1]), pm.pattern, ev.role, ev.fields)
+        self.bound.add((key, fields.get("exc_type"), fields.get("frame")), item)
 
     # -- events ---------------------------------------------------------------------------
     def _offer(
         self, pm: PatternMatch, text: str, pre: Prefixed, line_no: int, blk: Block, s: int
     ) -> None:
         """A matched line: its event is built now, later in the block, or never (folded)."""
-        clock = self.clock
-
-        def make() -> RawEvent:
-            st, inh = clock.stamp_of(pre.message, pre.stamp, blk, s)
-            return self._event(pm, (text, pre, line_no, blk.offset + s, st, inh))
-
+        item = Item(line_no, blk.offset + s, pm.fields, (pm, text, pre, line_no, blk, s))
         p = pm.pattern
-        item = Item(line_no, blk.offset + s, pm.fields, make)
-        self.bound.offer(RepeatBound.key(writer(pre), p.id, p.role, pm.fields), item)
+        key = self.bound.key((pre.task, pre.local_rank, pre.rank), p, p.role, pm.fields)
+        self.bound.add(key, item)
+
+    def _build(self, args: tuple[PatternMatch, str, Prefixed, int, Block, int]) -> RawEvent:
+        pm, text, pre, line_no, blk, s = args
+        st, inh = self.clock.stamp_of(pre.message, pre.stamp, blk, s)
+        return self._event(pm, (text, pre, line_no, blk.offset + s, st, inh))
 
     def _event(self, pm: PatternMatch, line: _Line) -> RawEvent:
         text, pre, line_no, offset, stamp, inherited = line

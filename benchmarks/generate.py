@@ -223,9 +223,16 @@ def _expand(templates: list[tuple[str, int]], rnd: random.Random, n: int) -> lis
 
 
 def _noise(
-    fh, templates: list[tuple[str, int]], budget: int, t_end: datetime, rnd: random.Random
+    fh,
+    templates: list[tuple[str, int]],
+    budget: int,
+    t_end: datetime,
+    rnd: random.Random,
+    distinct: bool = False,
 ) -> None:
-    """Write about ``budget`` bytes of noise whose clock runs from ``T0`` to ``t_end``."""
+    """Write about ``budget`` bytes of noise whose clock runs from ``T0`` to ``t_end``. With
+    ``distinct`` every counter differs (each iteration line is a new line, as in a real run);
+    otherwise a chunk of lines shares one counter and one stamp (fast to write)."""
     avg = sum(len(s) * w for s, w in templates) / sum(w for _, w in templates) + 12
     per = max(1, min(CHUNK_LINES, int(budget / avg)))
     span = (t_end - T0).total_seconds()
@@ -237,11 +244,18 @@ def _noise(
         start = rnd.randrange(len(pool) - per)
         text = "\n".join(pool[start : start + per]) + "\n"
         counter += per
-        text = (
-            text.replace("\x01", _cpp_stamp(t, "W", rnd))
-            .replace("\x02", f"{t:%Y-%m-%d %H:%M:%S}.{rnd.randrange(10**6):06d}")
-            .replace("\x03", str(counter))
-        )
+        text = text.replace("\x01", _cpp_stamp(t, "W", rnd))
+        if distinct:
+            parts = text.split("\x03")
+            text = "".join(p + str(counter + i) for i, p in enumerate(parts[:-1])) + parts[-1]
+            counter += len(parts)
+            stamp = f"{t:%Y-%m-%d %H:%M:%S}."
+            parts = text.split("\x02")
+            text = "".join(f"{p}{stamp}{rnd.randrange(10**6):06d}" for p in parts[:-1]) + parts[-1]
+        else:
+            text = text.replace(
+                "\x02", f"{t:%Y-%m-%d %H:%M:%S}.{rnd.randrange(10**6):06d}"
+            ).replace("\x03", str(counter))
         data = text.encode()
         if written + len(data) > budget:  # end on a whole line near the budget
             cut = data.rfind(b"\n", 0, max(1, budget - written)) + 1
@@ -412,7 +426,7 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
                     "> initializing torch distributed ...\n"
                 ).encode()
             )
-        _noise(fh, stdout_t, int(quota * 0.78), t_stop, rnd)
+        _noise(fh, stdout_t, int(quota * 0.78), t_stop, rnd, spec.dense)
     with open(rank_dir / "stderr.log", "wb", buffering=1 << 20) as fh:
         fh.write(
             f"[rank{rank}]:[{_cpp_stamp(T0, 'W', rnd)} Utils.hpp:164] Warning: Environment "
