@@ -67,12 +67,13 @@ class Item:
 
 
 class _Group:
-    __slots__ = ("extremes", "first", "n", "tail", "touched")
+    __slots__ = ("first", "hi", "lo", "n", "tail", "touched")
 
     def __init__(self, keep: int) -> None:
         self.first: list[Item] = []
         self.tail: deque[Item] = deque(maxlen=keep)
-        self.extremes: dict[tuple[str, bool], tuple[int, Item]] = {}
+        self.hi: dict[str, tuple[int, Item]] = {}
+        self.lo: dict[str, tuple[int, Item]] = {}
         self.n = 0
         self.touched = False
 
@@ -114,16 +115,16 @@ class RepeatBound:
         if not g.touched:
             g.touched = True
             self._touched.append(g)
-        ext = g.extremes
+        his, los = g.hi, g.lo
         for k, v in item.fields.items():
             if v.isdigit():
                 iv = int(v)
-                hi = ext.get((k, True))
+                hi = his.get(k)
                 if hi is None or iv > hi[0]:
-                    ext[(k, True)] = (iv, item)
-                lo = ext.get((k, False))
+                    his[k] = (iv, item)
+                lo = los.get(k)
                 if lo is None or iv < lo[0]:
-                    ext[(k, False)] = (iv, item)
+                    los[k] = (iv, item)
 
     def _make(self, item: Item) -> None:
         if item.args is not None:
@@ -136,7 +137,7 @@ class RepeatBound:
             g.touched = False
             for item in g.tail:
                 self._make(item)
-            for _v, item in g.extremes.values():
+            for _v, item in (*g.hi.values(), *g.lo.values()):
                 self._make(item)
         self._touched = []
 
@@ -148,7 +149,7 @@ class RepeatBound:
             kept = {id(i): i for i in g.first}
             for i in g.tail:
                 kept[id(i)] = i
-            for _v, i in g.extremes.values():
+            for _v, i in (*g.hi.values(), *g.lo.values()):
                 kept[id(i)] = i
             folded = g.n - len(kept)
             if folded:

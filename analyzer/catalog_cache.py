@@ -80,17 +80,18 @@ class _LazyRegex:
     """A regex compiled on first use (``regex`` compiles in Python: ~1 ms a pattern, most of
     a small job's run). Only for catalogs that passed validation, so it compiles."""
 
-    __slots__ = ("_compiled", "_flags", "pattern")
+    __slots__ = ("_flags", "fullmatch", "groupindex", "match", "pattern", "search")
+    _FAST = ("fullmatch", "groupindex", "match", "search")
+    """Filled on first use, so later calls go straight to the compiled pattern."""
 
     def __init__(self, source: str, flags: int) -> None:
         self.pattern = source
         self._flags = flags
-        self._compiled: regex.Pattern[str] | None = None
 
     def __getattr__(self, name: str) -> Any:
-        rx = self._compiled
-        if rx is None:
-            rx = self._compiled = regex.compile(self.pattern, self._flags)
+        rx = regex.compile(self.pattern, self._flags)
+        for attr in self._FAST:
+            object.__setattr__(self, attr, getattr(rx, attr))
         return getattr(rx, name)
 
     def __reduce__(self) -> tuple[Any, ...]:

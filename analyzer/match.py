@@ -10,7 +10,7 @@ cached (bounded). A user pattern disabled by a regex timeout is remembered in
 
 from __future__ import annotations
 
-from analyzer.catalog import Catalog, PatternMatch
+from analyzer.catalog import Catalog, Pattern, PatternMatch
 from analyzer.prefilter import Prefilter
 from analyzer.prefixes import Prefixed, split_prefixes
 from analyzer.sanitize import clean_line, decode
@@ -19,6 +19,7 @@ CACHE_LINES = 4096
 """Entries kept in each of the line caches (cleared when full)."""
 CACHE_MAX_LINE = 1024
 """Longer lines are not cached (bounds the caches to a few MB)."""
+_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
 WINDOW_BYTES = 8192
 """The part of a giant line that is decoded and matched."""
 
@@ -29,7 +30,7 @@ class LineMatcher:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.prefilter = Prefilter(catalog.needles)
-        self._subsets: dict[frozenset[int], Catalog] = {}
+        self._subsets: dict[frozenset[int], tuple[Catalog, list[Pattern]]] = {}
         self._line_needles: dict[int, set[int]] | None = None
         """Needle indexes found on each candidate line of the current block (by line start);
         None when the prefilter cannot list them (every candidate then asks the catalog)."""
@@ -115,9 +116,22 @@ class LineMatcher:
         if sub is None:
             cat = self.catalog
             idx = sorted({i for n in key for i in cat.needle_patterns[n]})
-            sub = Catalog([cat.patterns[i] for i in idx], cat.sources)
-            self._subsets[key] = sub
-        pm = sub.match(msg)
+            pats = [cat.patterns[i] for i in idx]
+            order = sorted(pats, key=lambda p: _ROLE_ORDER[p.role])  # stable: catalog order
+            sub = self._subsets[key] = (Catalog(pats, cat.sources), order)
+        if msg is text:
+            # No prefix was stripped: every needle the prefilter found is in the message, so
+            # every pattern of the subset is a candidate. The first match in role order is
+            # the one ``Catalog.match`` keeps (root over symptom over context, then catalog
+            # order), and the rest need not be searched.
+            pm = None
+            for p in sub[1]:
+                m = p.search(msg)
+                if m:
+                    pm = PatternMatch(p, {k: v for k, v in m.groupdict().items() if v})
+                    break
+        else:
+            pm = sub[0].match(msg)
         if len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:
                 self._matches.clear()
