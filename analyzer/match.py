@@ -30,7 +30,8 @@ class LineMatcher:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.prefilter = Prefilter(catalog.needles)
-        self._subsets: dict[frozenset[int], tuple[Catalog, list[Pattern]]] = {}
+        self._subsets: dict[frozenset[int], list[Pattern]] = {}
+        """Patterns owning a needle set, in role then catalog order."""
         self._line_needles: dict[int, set[int]] | None = None
         """Needle indexes found on each candidate line of the current block (by line start);
         None when the prefilter cannot list them (every candidate then asks the catalog)."""
@@ -117,21 +118,20 @@ class LineMatcher:
             cat = self.catalog
             idx = sorted({i for n in key for i in cat.needle_patterns[n]})
             pats = [cat.patterns[i] for i in idx]
-            order = sorted(pats, key=lambda p: _ROLE_ORDER[p.role])  # stable: catalog order
-            sub = self._subsets[key] = (Catalog(pats, cat.sources), order)
-        if msg is text:
-            # No prefix was stripped: every needle the prefilter found is in the message, so
-            # every pattern of the subset is a candidate. The first match in role order is
-            # the one ``Catalog.match`` keeps (root over symptom over context, then catalog
-            # order), and the rest need not be searched.
-            pm = None
-            for p in sub[1]:
-                m = p.search(msg)
-                if m:
-                    pm = PatternMatch(p, {k: v for k, v in m.groupdict().items() if v})
-                    break
-        else:
-            pm = sub[0].match(msg)
+            sub = self._subsets[key] = sorted(pats, key=lambda p: _ROLE_ORDER[p.role])
+        # The first match in role order is the one ``Catalog.match`` keeps (root over symptom
+        # over context, then catalog order); the rest need not be searched. A pattern is a
+        # candidate when one of its needles is in the message; with no prefix stripped, every
+        # needle the prefilter found is, so the check is skipped.
+        whole = msg is text
+        pm = None
+        for p in sub:
+            if not whole and not any(n in msg for n in p.needles):
+                continue
+            m = p.search(msg)
+            if m:
+                pm = PatternMatch(p, {k: v for k, v in m.groupdict().items() if v})
+                break
         if len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:
                 self._matches.clear()
