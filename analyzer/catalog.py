@@ -14,6 +14,7 @@ from typing import Any
 
 import regex
 
+from analyzer.catalog_cache import digest, is_validated, lazy_regex, mark_validated
 from analyzer.categories import (
     CAPTURE_ROLES,
     CAPTURE_TYPES,
@@ -386,7 +387,9 @@ def _check_placeholders(raw: Mapping[str, Any], groups: set[str], where: str) ->
                 )
 
 
-def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
+def _parse_pattern(
+    raw: Mapping[str, Any], origin: str, user: bool, lazy: bool = False
+) -> Pattern:
     pid = raw.get("id")
     if not isinstance(pid, str) or not pid:
         raise CatalogError(f"{origin}: a pattern has no id")
@@ -404,7 +407,8 @@ def _parse_pattern(raw: Mapping[str, Any], origin: str, user: bool) -> Pattern:
     if raw["role"] not in ROLES:
         raise CatalogError(f"{where}: role must be one of {', '.join(ROLES)}")
     try:
-        rx = regex.compile(raw["regex"], regex.VERSION1 if raw.get("version1") else 0)
+        flags = regex.VERSION1 if raw.get("version1") else 0
+        rx = lazy_regex(raw["regex"], flags) if lazy else regex.compile(raw["regex"], flags)
     except regex.error as exc:
         raise CatalogError(f"{where}: regex does not compile: {exc}") from None
     captures = _parse_captures(raw.get("captures"), rx, where)
@@ -490,7 +494,7 @@ def _check_examples(p: Pattern, problems: list[str], limit: float | None) -> Non
             problems.append(f"matches counter-example {line[:100]!r}")
 
 
-def _load_file(path: Path | Traversable, user: bool) -> list[Pattern]:
+def _load_file(path: Path | Traversable, user: bool, lazy: bool = False) -> list[Pattern]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -503,7 +507,9 @@ def _load_file(path: Path | Traversable, user: bool) -> list[Pattern]:
     raw_patterns = data.get("pattern", [])
     if not isinstance(raw_patterns, list):
         raise CatalogError(f"{path}: [[pattern]] tables expected")
-    return [_parse_pattern(r, path.name if not user else str(path), user) for r in raw_patterns]
+    return [
+        _parse_pattern(r, path.name if not user else str(path), user, lazy) for r in raw_patterns
+    ]
 
 
 def pattern_dirs_from_env() -> list[Path]:
@@ -528,10 +534,13 @@ def load_catalog(
             files.append((up, True))
         else:
             raise CatalogError(f"{up}: no such pattern file or directory")
+    # A catalog that passed validation before compiles each regex on first use (start-up).
+    key = digest(files) if validate else None
+    lazy = key is not None and is_validated(key)
     ordered: dict[str, Pattern] = {}
     for path, user in files:
         seen_here: set[str] = set()
-        for p in _load_file(path, user):
+        for p in _load_file(path, user, lazy):
             if p.id in seen_here:
                 raise CatalogError(f"{path}: duplicate pattern id {p.id!r}")
             seen_here.add(p.id)
@@ -544,11 +553,18 @@ def load_catalog(
             "the built-in pattern catalog holds no pattern; reinstall mcore-diagnose "
             "(pip install --force-reinstall mcore-diagnose)"
         )
-    if validate:
-        bad = [f"{p.origin}: {p.id}: {msg}" for p in patterns for msg in check_pattern(p)]
-        if bad:
-            raise CatalogError("invalid patterns:\n  " + "\n  ".join(bad))
+    if validate and not lazy:
+        _validate_once(patterns, key)
     return Catalog(patterns, [str(f) for f, _ in files])
+
+
+def _validate_once(patterns: list[Pattern], key: str | None) -> None:
+    """Check every pattern against its examples and remember that this very catalog passed
+    (``catalog_cache``: keyed by the files' content and the checking code)."""
+    bad = [f"{p.origin}: {p.id}: {msg}" for p in patterns for msg in check_pattern(p)]
+    if bad:
+        raise CatalogError("invalid patterns:\n  " + "\n  ".join(bad))
+    mark_validated(key)
 
 
 def cross_claims(catalog: Catalog) -> list[str]:

@@ -62,6 +62,15 @@ class ReadResult:
         """Everything that could not be read, one line each."""
         return self.discovery.problems + [s.problem for s in self.scans if s.problem]
 
+    @property
+    def disabled(self) -> dict[str, str]:
+        """User patterns switched off while reading (a regex timeout), from every process."""
+        out: dict[str, str] = {}
+        for s in self.scans:
+            for pid, why in s.disabled.items():
+                out.setdefault(pid, why)
+        return out
+
 
 def default_workers() -> int:
     """Worker processes: one per core."""
@@ -90,7 +99,17 @@ def read_job(
             done += lf.size
             if progress:
                 progress(done, total)
+    _mark_disabled(catalog, result.disabled)
     return result
+
+
+def _mark_disabled(catalog: Catalog, disabled: dict[str, str]) -> None:
+    """Switch off in this process the patterns a worker process had to switch off, so that
+    they are reported (``Analysis.diagnosis`` lists the catalog's disabled patterns)."""
+    for pid, why in disabled.items():
+        p = catalog.by_id.get(pid)
+        if p is not None and not p.disabled_reason:
+            p.disabled_reason = why
 
 
 def _read_parallel(

@@ -10,7 +10,8 @@ Layout (torchrun ``--redirects 3 --log-dir`` under ``srun --label``)::
 
 What happens in the job: training runs with ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL``
 (the bulk of the bytes: NCCL INFO lines), Megatron iteration lines on the last rank,
-UserWarnings, c10 warnings and benign lines that contain the words "error" and "timeout". At
+UserWarnings, c10 warnings and benign lines that contain the words "error" and "timeout"
+(``--dense``: every rank prints its iteration line, the hit-dense profile). At
 ``T_OOM`` one rank (``oom_rank``) raises ``torch.OutOfMemoryError``; its process does not exit
 (it hangs in teardown), so every other rank waits in the next all-reduce and its NCCL watchdog
 fires ten minutes later; each node's torchrun reports its children's deaths (the OOM node's
@@ -59,6 +60,9 @@ class Spec:
     gpus_per_node: int = 8
     seed: int = 7
     oom_rank: int = -1
+    dense: bool = False
+    """Hit-dense: every rank prints its iteration/loss line every step (as many training
+    scripts do), not only Megatron's last rank."""
 
     @property
     def world(self) -> int:
@@ -153,7 +157,7 @@ def _stdout_templates(spec: Spec, rank: int, rnd: random.Random) -> list[tuple[s
         ),
         (" > rerun state machine: 0 errors injected (error_injection_rate 0), timeout 600", 1),
     ]
-    if rank == spec.world - 1:  # Megatron's training_log prints on the last rank
+    if spec.dense or rank == spec.world - 1:  # Megatron's training_log: the last rank
         t.append(
             (
                 " [\x02] iteration \x03/  500000 | consumed samples:     \x03 | elapsed time per "
@@ -219,9 +223,16 @@ def _expand(templates: list[tuple[str, int]], rnd: random.Random, n: int) -> lis
 
 
 def _noise(
-    fh, templates: list[tuple[str, int]], budget: int, t_end: datetime, rnd: random.Random
+    fh,
+    templates: list[tuple[str, int]],
+    budget: int,
+    t_end: datetime,
+    rnd: random.Random,
+    distinct: bool = False,
 ) -> None:
-    """Write about ``budget`` bytes of noise whose clock runs from ``T0`` to ``t_end``."""
+    """Write about ``budget`` bytes of noise whose clock runs from ``T0`` to ``t_end``. With
+    ``distinct`` every counter differs (each iteration line is a new line, as in a real run);
+    otherwise a chunk of lines shares one counter and one stamp (fast to write)."""
     avg = sum(len(s) * w for s, w in templates) / sum(w for _, w in templates) + 12
     per = max(1, min(CHUNK_LINES, int(budget / avg)))
     span = (t_end - T0).total_seconds()
@@ -233,11 +244,18 @@ def _noise(
         start = rnd.randrange(len(pool) - per)
         text = "\n".join(pool[start : start + per]) + "\n"
         counter += per
-        text = (
-            text.replace("\x01", _cpp_stamp(t, "W", rnd))
-            .replace("\x02", f"{t:%Y-%m-%d %H:%M:%S}.{rnd.randrange(10**6):06d}")
-            .replace("\x03", str(counter))
-        )
+        text = text.replace("\x01", _cpp_stamp(t, "W", rnd))
+        if distinct:
+            parts = text.split("\x03")
+            text = "".join(p + str(counter + i) for i, p in enumerate(parts[:-1])) + parts[-1]
+            counter += len(parts)
+            stamp = f"{t:%Y-%m-%d %H:%M:%S}."
+            parts = text.split("\x02")
+            text = "".join(f"{p}{stamp}{rnd.randrange(10**6):06d}" for p in parts[:-1]) + parts[-1]
+        else:
+            text = text.replace(
+                "\x02", f"{t:%Y-%m-%d %H:%M:%S}.{rnd.randrange(10**6):06d}"
+            ).replace("\x03", str(counter))
         data = text.encode()
         if written + len(data) > budget:  # end on a whole line near the budget
             cut = data.rfind(b"\n", 0, max(1, budget - written)) + 1
@@ -408,7 +426,7 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
                     "> initializing torch distributed ...\n"
                 ).encode()
             )
-        _noise(fh, stdout_t, int(quota * 0.78), t_stop, rnd)
+        _noise(fh, stdout_t, int(quota * 0.78), t_stop, rnd, spec.dense)
     with open(rank_dir / "stderr.log", "wb", buffering=1 << 20) as fh:
         fh.write(
             f"[rank{rank}]:[{_cpp_stamp(T0, 'W', rnd)} Utils.hpp:164] Warning: Environment "
@@ -597,8 +615,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--oom-rank", type=int, default=-1, help="default: one in the middle")
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument(
+        "--dense", action="store_true", help="every rank prints its iteration line every step"
+    )
     a = ap.parse_args(argv)
-    spec = Spec(a.out, a.size_gb, a.nodes, a.gpus_per_node, a.seed, a.oom_rank)
+    spec = Spec(a.out, a.size_gb, a.nodes, a.gpus_per_node, a.seed, a.oom_rank, a.dense)
     if not 0 <= spec.oom < spec.world:
         ap.error(f"--oom-rank must be in 0..{spec.world - 1}")
     out = generate(spec, a.workers)

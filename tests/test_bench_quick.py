@@ -115,8 +115,8 @@ def _plain(scanner: FileScanner) -> FileScanner:
     """The same scanner with the byte-level shortcuts and the line caches switched off."""
     scanner.prefilter.find_all = lambda data: None  # type: ignore[method-assign]
     scanner.stamps._db = None
-    scanner._lines = _NoCache()
-    scanner._matches = _NoCache()
+    scanner.matcher._lines = _NoCache()
+    scanner.matcher._matches = _NoCache()
     return scanner
 
 

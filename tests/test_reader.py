@@ -15,7 +15,7 @@ TB = (
     "  1: [default1]:[rank3]: Traceback (most recent call last):\n"
     "  0: [default0]:[rank0]: unrelated line from another rank\n"
     '  1: [default1]:[rank3]:   File "train.py", line 40, in step\n'
-    "  1: [default1]:[rank3]:     raise ValueError(\"bad batch 7\")\n"
+    '  1: [default1]:[rank3]:     raise ValueError("bad batch 7")\n'
     "  1: [default1]:[rank3]: ValueError: bad batch 7\n"
 )
 
@@ -137,3 +137,138 @@ def test_a_few_corrupted_lines_do_not_make_a_log_binary(tmp_path: Path) -> None:
     d.mkdir()
     (d / "slurm-1.out").write_bytes(data + TB.encode())
     assert [f.rel for f in discover([d]).files] == ["slurm-1.out"]
+
+
+# -- tracebacks: one state machine across blocks, ended by the first line not its own -------
+TB_RANK3 = (
+    "[rank3]: Traceback (most recent call last):\n"
+    '[rank3]:   File "train.py", line 320, in <module>\n'
+    "[rank3]:     main()\n"
+    '[rank3]:   File "train.py", line 40, in step\n'
+    '[rank3]:     raise ValueError("bad batch 7")\n'
+    "[rank3]: ValueError: bad batch 7\n"
+)
+
+
+def _scan_file(path: Path, block: int | None = None) -> list:
+    import analyzer.scan as scan_mod
+    from analyzer.catalog import load_catalog
+    from analyzer.discover import LogFile
+
+    lf = LogFile(path=path, rel=path.name, size=path.stat().st_size)
+    old = scan_mod.BLOCK_BYTES
+    if block is not None:
+        scan_mod.BLOCK_BYTES = block
+    try:
+        return scan_mod.FileScanner(load_catalog()).scan(lf).events
+    finally:
+        scan_mod.BLOCK_BYTES = old
+
+
+def test_traceback_straddling_block_boundaries_is_one_event(tmp_path: Path) -> None:
+    head = "".join(f"step {i} ok\n" for i in range(12))
+    p = tmp_path / "slurm-1.out"
+    p.write_text(head + TB_RANK3 + "after\n")
+    start = len(head)
+    # A boundary in every line of the traceback (and several boundaries inside it).
+    for block in [*range(start - 3, start + len(TB_RANK3) + 3, 11), 7, 29, 64]:
+        evs = [e for e in _scan_file(p, block) if e.role != "context"]
+        assert [(e.pattern_id, e.role, e.line) for e in evs] == [
+            ("python.traceback", "root", 18)
+        ], block
+        (ev,) = evs
+        assert (ev.fields["exc_type"], ev.fields["exc_msg"]) == ("ValueError", "bad batch 7")
+        assert ev.fields["frame"] == 'File "train.py", line 40, in step', block
+        assert ev.traceback is not None and ev.traceback.count("\n") == 5, block
+        assert ev.rank == 3
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank3]: "])
+def test_traceback_without_exception_line_ends_at_the_first_line_not_its_own(
+    tmp_path: Path, prefix: str
+) -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 40, in step',
+        "    loss = model(batch)",
+        "[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600003 milliseconds before timing out.",
+        "some unrelated output",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    p = tmp_path / "slurm-1.out"
+    p.write_text("".join(prefix + ln + "\n" for ln in lines))
+    evs = {e.pattern_id: e for e in _scan_file(p)}
+    tb = evs["python.traceback"]
+    assert (tb.role, tb.line) == ("symptom", 1)  # cut before an exception line
+    assert tb.traceback is not None and "Watchdog" not in tb.traceback
+    assert tb.traceback.count("\n") == 2
+    assert evs["nccl.watchdog.timeout"].line == 4
+    assert evs["cuda.error.illegal_address"].line == 6
+
+
+def test_interleaved_tracebacks_of_two_writers_are_both_assembled(tmp_path: Path) -> None:
+    lines = []
+    for a, b in zip(
+        TB_RANK3.splitlines(),
+        TB_RANK3.replace("ValueError", "KeyError").replace("[rank3]", "[rank5]").splitlines(),
+        strict=True,
+    ):
+        lines += [a, b]
+    p = tmp_path / "slurm-1.out"
+    p.write_text("\n".join(lines) + "\n")
+    evs = [e for e in _scan_file(p) if e.pattern_id == "python.traceback"]
+    assert [(e.rank, e.fields["exc_type"], e.line) for e in evs] == [
+        (3, "ValueError", 11),
+        (5, "KeyError", 12),
+    ]
+    assert all(e.role == "root" and "bad batch 7" in (e.traceback or "") for e in evs)
+
+
+# -- user patterns disabled in worker processes are reported -----------------------------
+SLOW_PATTERN = """
+[[pattern]]
+id = "user.redos"
+category = "python_exception"
+role = "root"
+title = "catastrophic backtracking"
+needles = ["aaaa"]
+regex = '''^(a|aa)+$'''
+cause = "x"
+fix = "y"
+examples = ["aaaa"]
+"""
+
+
+def test_user_pattern_disabled_in_a_worker_process_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.read as read_mod
+
+    monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
+    pats = tmp_path / "patterns"
+    pats.mkdir()
+    (pats / "slow.toml").write_text(SLOW_PATTERN)
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "slurm-00.out").write_text("a" * 60 + "b\n" + TB_RANK3)
+    for i in range(1, 40):
+        (d / f"slurm-{i:02d}.out").write_text("hello\n")
+    a = analyze(d, patterns=[pats], workers=2)
+    assert a.read.disabled.keys() == {"user.redos"}
+    assert any("user.redos" in p and "longer than" in p for p in a.diagnosis.problems)
+
+
+def test_another_writers_line_inside_a_traceback_is_read(tmp_path: Path) -> None:
+    """srun interleaves the agents' output: task 0's SIGTERM line inside task 1's traceback."""
+    sigterm = (
+        "0: W1202 17:23:55.523000 31301 site-packages/torch/distributed/elastic/multiprocessing/"
+        "api.py:1028] Sending process 31355 closing signal SIGTERM\n"
+    )
+    tb = TB_RANK3.replace("[rank3]: ", "1: ").splitlines(keepends=True)
+    p = tmp_path / "slurm-1.out"
+    p.write_text("".join(tb[:3]) + sigterm + "".join(tb[3:]))
+    evs = [(e.pattern_id, e.line, e.task) for e in _scan_file(p)]
+    assert ("torchelastic.sigterm_send", 4, 0) in evs
+    assert ("python.traceback", 7, 1) in evs

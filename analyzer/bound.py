@@ -1,0 +1,164 @@
+"""Keep the events of one file bounded however many lines match.
+
+A training log repeats some matched lines without end: every rank's iteration/loss line every
+step, NCCL INFO facts, a warning per step. The events of one writer (its launcher prefixes)
+and one pattern form a group; a group keeps its first ``KEEP`` and last ``KEEP`` events, and
+past the first ``KEEP`` the events holding the smallest and largest value of each integer
+capture (the highest iteration survives a restart that went back). The rest are counted, not
+kept: the last of the first ``KEEP`` gets their number in ``repeats``, so the sum of
+``repeats`` over the kept events is the exact number of matched lines.
+
+Events whose captures name different processes or places (a pid, rank, host, exit code …)
+are different facts, never repeats: those captures are part of the group's key.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+KEEP = 8
+"""Events kept at each end of a group."""
+IDENTITY_CAPTURES = frozenset(
+    {
+        "addr",
+        "arg",
+        "exc_type",
+        "exitcode",
+        "global_rank",
+        "gpu",
+        "hca",
+        "host",
+        "job_id",
+        "local_rank",
+        "node",
+        "path",
+        "pci",
+        "peer",
+        "pg_id",
+        "pg_rank",
+        "pid",
+        "port",
+        "rank",
+        "signal",
+        "src_rank",
+        "step",
+        "task",
+        "xid",
+    }
+)
+"""Captures that say *who* or *where*: events that differ in one are never folded together."""
+
+
+class Item:
+    """One kept event, or the arguments to build it (most matched lines never are built)."""
+
+    __slots__ = ("args", "event", "fields", "line", "offset", "repeats")
+
+    def __init__(self, line: int, offset: int, fields: dict[str, str], args: Any) -> None:
+        self.line = line
+        self.offset = offset
+        self.fields = fields
+        self.args = args
+        """What the builder needs to build the event; None once built."""
+        self.event: Any = None
+        self.repeats = 1
+
+
+class _Group:
+    __slots__ = ("first", "hi", "lo", "n", "tail", "touched")
+
+    def __init__(self, keep: int) -> None:
+        self.first: list[Item] = []
+        self.tail: deque[Item] = deque(maxlen=keep)
+        self.hi: dict[str, tuple[int, Item]] = {}
+        self.lo: dict[str, tuple[int, Item]] = {}
+        self.n = 0
+        self.touched = False
+
+
+class RepeatBound:
+    """The bounded groups of one file; ``build(args)`` makes an event from an item's args."""
+
+    def __init__(self, build: Callable[[Any], Any], keep: int = KEEP) -> None:
+        self.keep = keep
+        self._build = build
+        self._groups: dict[Hashable, _Group] = {}
+        self._touched: list[_Group] = []
+        """Groups past their first ``keep`` that got items since the last :meth:`settle`."""
+        self._ident: dict[str, tuple[str, ...]] = {}
+
+    def key(self, writer: Hashable, pattern: Any, role: str, fields: dict[str, str]) -> Hashable:
+        """The group of an event: writer, pattern, role and the identity captures."""
+        names = self._ident.get(pattern.id)
+        if names is None:
+            groups = getattr(pattern.regex, "groupindex", {})
+            names = self._ident[pattern.id] = tuple(
+                sorted(n for n in groups if n in IDENTITY_CAPTURES)
+            )
+        if not names:
+            return (writer, pattern.id, role)
+        return (writer, pattern.id, role, *[fields.get(n) for n in names])
+
+    def add(self, key: Hashable, item: Item) -> None:
+        """Add one matched line to its group."""
+        g = self._groups.get(key)
+        if g is None:
+            g = self._groups[key] = _Group(self.keep)
+        g.n += 1
+        if len(g.first) < self.keep:
+            g.first.append(item)
+            self._make(item)
+            return
+        g.tail.append(item)
+        if not g.touched:
+            g.touched = True
+            self._touched.append(g)
+        his, los = g.hi, g.lo
+        for k, v in item.fields.items():
+            if v.isdigit():
+                iv = int(v)
+                hi = his.get(k)
+                if hi is None or iv > hi[0]:
+                    his[k] = (iv, item)
+                lo = los.get(k)
+                if lo is None or iv < lo[0]:
+                    los[k] = (iv, item)
+
+    def _make(self, item: Item) -> None:
+        if item.args is not None:
+            item.event = self._build(item.args)
+            item.args = None
+
+    def settle(self) -> None:
+        """Build the items still kept (call before the block they point into goes)."""
+        for g in self._touched:
+            g.touched = False
+            for item in g.tail:
+                self._make(item)
+            for _v, item in (*g.hi.values(), *g.lo.values()):
+                self._make(item)
+        self._touched = []
+
+    def events(self) -> list[Any]:
+        """Every kept event in file order, with ``repeats`` set."""
+        self.settle()
+        out: list[Item] = []
+        for g in self._groups.values():
+            kept = {id(i): i for i in g.first}
+            for i in g.tail:
+                kept[id(i)] = i
+            for _v, i in (*g.hi.values(), *g.lo.values()):
+                kept[id(i)] = i
+            folded = g.n - len(kept)
+            if folded:
+                g.first[-1].repeats += folded
+            out.extend(kept.values())
+        out.sort(key=lambda i: (i.line, i.offset))
+        evs = []
+        for i in out:
+            ev = i.event
+            ev.repeats = i.repeats
+            evs.append(ev)
+        return evs

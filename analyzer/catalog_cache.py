@@ -1,0 +1,103 @@
+"""Remember which catalogs passed validation, so that start-up skips re-checking them.
+
+Validating every pattern against its examples and counter-examples costs about 0.1 s per run;
+its answer depends only on the pattern files and the code that checks them. A passing catalog
+leaves an empty marker file named by the SHA-256 of both in the user's cache directory
+(``$XDG_CACHE_HOME/mcore-diagnose``, else ``~/.cache/mcore-diagnose``; never the job
+directory). A cache that cannot be read or written is ignored: the catalog is then validated
+every run, as without the cache. Set ``MCORE_DIAGNOSE_NO_CACHE=1`` to bypass it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import regex
+
+_CODE = ("catalog.py", "prefixes.py", "categories.py", "timestamps.py")
+"""The modules whose behaviour decides whether a catalog validates."""
+NO_CACHE_ENV = "MCORE_DIAGNOSE_NO_CACHE"
+
+
+def cache_dir() -> Path | None:
+    """Where the markers go; None when no home or cache directory is known."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base:
+        return Path(base) / "mcore-diagnose"
+    home = os.environ.get("HOME")
+    return Path(home) / ".cache" / "mcore-diagnose" if home else None
+
+
+def digest(files: Sequence[tuple[Path, bool]]) -> str | None:
+    """The key of one catalog: its files (content, order, built-in or user) and the checking
+    code. None when a file cannot be read (the loader then reports it)."""
+    h = hashlib.sha256(b"mcore-diagnose catalog validation v1\0")
+    here = Path(__file__).resolve().parent
+    try:
+        for name in _CODE:
+            h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+        for path, user in files:
+            data = path.read_bytes()
+            h.update(f"{path.name}\0{int(user)}\0{len(data)}\0".encode() + data)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _marker(key: str | None) -> Path | None:
+    if key is None or os.environ.get(NO_CACHE_ENV):
+        return None
+    d = cache_dir()
+    return None if d is None else d / f"validated-{key[:32]}"
+
+
+def is_validated(key: str | None) -> bool:
+    """Whether the catalog with this key passed validation before."""
+    m = _marker(key)
+    try:
+        return m is not None and m.is_file()
+    except OSError:
+        return False
+
+
+def mark_validated(key: str | None) -> None:
+    """Remember that the catalog with this key passed (silently skipped when impossible)."""
+    m = _marker(key)
+    if m is None:
+        return
+    try:
+        m.parent.mkdir(parents=True, exist_ok=True)
+        m.touch()
+    except OSError:
+        pass
+
+
+class _LazyRegex:
+    """A regex compiled on first use (``regex`` compiles in Python: ~1 ms a pattern, most of
+    a small job's run). Only for catalogs that passed validation, so it compiles."""
+
+    __slots__ = ("_flags", "fullmatch", "groupindex", "match", "pattern", "search")
+    _FAST = ("fullmatch", "groupindex", "match", "search")
+    """Filled on first use, so later calls go straight to the compiled pattern."""
+
+    def __init__(self, source: str, flags: int) -> None:
+        self.pattern = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        rx = regex.compile(self.pattern, self._flags)
+        for attr in self._FAST:
+            object.__setattr__(self, attr, getattr(rx, attr))
+        return getattr(rx, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (regex.compile, (self.pattern, self._flags))
+
+
+def lazy_regex(source: str, flags: int = 0) -> regex.Pattern[str]:
+    """A stand-in for ``regex.compile(source, flags)`` that compiles when first used."""
+    return cast("regex.Pattern[str]", _LazyRegex(source, flags))

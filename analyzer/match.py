@@ -1,0 +1,139 @@
+"""The matcher: which lines of a block may hold a catalog pattern, and which pattern they hold.
+
+The second of the reader's three parts (see ``scan.py``). A byte-level prefilter (one
+multi-literal search over the block) finds the lines that contain a needle; only those are
+decoded, stripped of prefixes and asked of the patterns whose needles they contain (a needle
+subset catalog, built once per subset). Lines and answers that repeat verbatim across ranks are
+cached (bounded). A user pattern disabled by a regex timeout is remembered in
+:attr:`LineMatcher.disabled` so that a worker process can report it to its parent.
+"""
+
+from __future__ import annotations
+
+from analyzer.catalog import Catalog, Pattern, PatternMatch
+from analyzer.prefilter import Prefilter
+from analyzer.prefixes import Prefixed, split_prefixes
+from analyzer.sanitize import clean_line, decode
+
+CACHE_LINES = 4096
+"""Entries kept in each of the line caches (cleared when full)."""
+CACHE_MAX_LINE = 1024
+"""Longer lines are not cached (bounds the caches to a few MB)."""
+_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
+WINDOW_BYTES = 8192
+"""The part of a giant line that is decoded and matched."""
+
+
+class LineMatcher:
+    """Candidate lines and their catalog match, for one catalog (reused for every file)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.prefilter = Prefilter(catalog.needles)
+        self._subsets: dict[frozenset[int], list[Pattern]] = {}
+        """Patterns owning a needle set, in role then catalog order."""
+        self._line_needles: dict[int, set[int]] | None = None
+        """Needle indexes found on each candidate line of the current block (by line start);
+        None when the prefilter cannot list them (every candidate then asks the catalog)."""
+        self._starts: set[int] = set()
+        self._lines: dict[bytes, tuple[str, Prefixed]] = {}
+        """Cleaned text and prefixes of recently seen candidate lines (many repeat verbatim
+        across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
+        self._matches: dict[str, PatternMatch | None] = {}
+
+    @property
+    def disabled(self) -> dict[str, str]:
+        """User patterns switched off during the run (a regex timeout): id -> reason."""
+        return {p.id: p.disabled_reason for p in self.catalog.patterns if p.disabled_reason}
+
+    def candidates(self, data: bytes) -> list[int]:
+        """Sorted start offsets of the lines in ``data`` that contain a needle."""
+        hits = self.prefilter.find_all(data)
+        self._line_needles = None
+        starts: list[int] = []
+        seen: set[int] = set()
+        rfind = data.rfind
+        if hits is not None:
+            hits.sort()
+            per_line: dict[int, set[int]] = {}
+            last_s = -1
+            for e, nid in hits:
+                s = rfind(b"\n", 0, e) + 1
+                if s == last_s or s in seen:
+                    per_line[s].add(nid)
+                    continue
+                last_s = s
+                seen.add(s)
+                starts.append(s)
+                per_line[s] = {nid}
+            self._line_needles = per_line
+        else:
+            for e in sorted(self.prefilter.find(data)):
+                s = rfind(b"\n", 0, e) + 1
+                if s not in seen:
+                    seen.add(s)
+                    starts.append(s)
+        self._starts = seen
+        return starts
+
+    def is_candidate(self, start: int) -> bool:
+        """Whether the line at ``start`` of the current block contains a needle."""
+        return start in self._starts
+
+    def line(self, raw: bytes) -> tuple[str, Prefixed]:
+        """(cleaned text, prefixes) of one raw line, cached for short lines."""
+        got = self._lines.get(raw)
+        if got is None:
+            text = clean_line(decode(raw))
+            got = (text, split_prefixes(text))
+            if len(raw) <= CACHE_MAX_LINE:
+                if len(self._lines) >= CACHE_LINES:
+                    self._lines.clear()
+                self._lines[raw] = got
+        return got
+
+    def match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
+        """``catalog.match(msg)``, asked only of the patterns whose needles the byte prefilter
+        found on the line at ``start`` (none found: no pattern can match). The same answer:
+        a needle in the message is a needle in the raw line, unless ``clean_line`` removed
+        bytes or cut the line (``text`` is then not ``raw_line`` decoded); those lines, and
+        every line where the prefilter cannot list its needles, ask the whole catalog."""
+        per_line = self._line_needles
+        if per_line is None or text.encode("utf-8") != raw_line:
+            return self.catalog.match(msg)
+        found = per_line.get(start)
+        if not found:
+            return None
+        # The same message always gets the same answer, unless the pattern that won was
+        # disabled since (a user regex that timed out): then it is asked again.
+        if msg in self._matches:
+            pm = self._matches[msg]
+            if pm is None:
+                return None
+            if not pm.pattern.disabled_reason:
+                return PatternMatch(pm.pattern, dict(pm.fields))
+        key = frozenset(found)
+        sub = self._subsets.get(key)
+        if sub is None:
+            cat = self.catalog
+            idx = sorted({i for n in key for i in cat.needle_patterns[n]})
+            pats = [cat.patterns[i] for i in idx]
+            sub = self._subsets[key] = sorted(pats, key=lambda p: _ROLE_ORDER[p.role])
+        # The first match in role order is the one ``Catalog.match`` keeps (root over symptom
+        # over context, then catalog order); the rest need not be searched. A pattern is a
+        # candidate when one of its needles is in the message; with no prefix stripped, every
+        # needle the prefilter found is, so the check is skipped.
+        whole = msg is text
+        pm = None
+        for p in sub:
+            if not whole and not any(n in msg for n in p.needles):
+                continue
+            m = p.search(msg)
+            if m:
+                pm = PatternMatch(p, {k: v for k, v in m.groupdict().items() if v})
+                break
+        if len(msg) <= CACHE_MAX_LINE:
+            if len(self._matches) >= CACHE_LINES:
+                self._matches.clear()
+            self._matches[msg] = pm
+        return None if pm is None else PatternMatch(pm.pattern, dict(pm.fields))

@@ -1,0 +1,201 @@
+"""The searcher: a log file as blocks of whole lines, with line numbers and the stream's clock.
+
+The first of the reader's three parts (searcher, matcher, event builder; see ``scan.py``). It
+knows bytes and lines, not patterns: gzip is decompressed as a stream, a line longer than
+``MAX_LINE_BYTES`` is handed on in pieces, every block carries its first line number and file
+offset, and :class:`StreamClock` finds the timestamp a line inherits from the lines before it,
+looking back across block boundaries.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+
+from analyzer.discover import LogFile
+from analyzer.prefilter import StampSieve
+from analyzer.prefixes import split_prefixes
+from analyzer.sanitize import clean_line, decode
+from analyzer.timestamps import Stamp, find_stamp
+
+BLOCK_BYTES = 8 << 20
+MAX_LINE_BYTES = 1 << 20
+"""A line longer than this is cut into pieces for matching (a window around each hit)."""
+LOOKBACK_BYTES = 16 << 10
+LOOKBACK_LINES = 200
+SIGNATURE_OVERLAP = 64
+"""More than the longest stamp signature (26 bytes), so chunks overlap enough."""
+
+
+class Block:
+    """A block of whole lines (or a piece of a giant line) with its first line number and file
+    offset. ``line_at`` turns offsets into line numbers, counting each newline once."""
+
+    __slots__ = ("_counted_lines", "_counted_to", "data", "first_line", "offset", "prev_stamp")
+
+    def __init__(self, data: bytes, first_line: int, offset: int, prev_stamp: Stamp | None):
+        self.data = data
+        self.first_line = first_line
+        self.offset = offset
+        self.prev_stamp = prev_stamp
+        """The stream's clock at the end of the block before (what an undated line inherits
+        when nothing in this block's lookback window is dated)."""
+        self._counted_to = 0
+        self._counted_lines = 0
+
+    def line_at(self, pos: int) -> int:
+        """The line number of the line holding ``pos``; positions must not go backwards."""
+        if pos > self._counted_to:
+            self._counted_lines += self.data.count(b"\n", self._counted_to, pos)
+            self._counted_to = pos
+        return self.first_line + self._counted_lines
+
+    def newlines(self) -> int:
+        """Newlines in the whole block."""
+        return self._counted_lines + self.data.count(b"\n", self._counted_to)
+
+    def line_end(self, start: int) -> int:
+        """The offset of the newline ending the line at ``start`` (or the block's end)."""
+        e = self.data.find(b"\n", start)
+        return len(self.data) if e < 0 else e
+
+
+def raw_blocks(lf: LogFile, block_bytes: int) -> Iterator[bytes]:
+    """The file's bytes in reads of ``block_bytes``; gzip is decompressed as a stream."""
+    with gzip.open(lf.path, "rb") if lf.compressed else open(lf.path, "rb", buffering=0) as fh:
+        while b := fh.read(block_bytes):
+            yield b
+
+
+class Searcher:
+    """Cut a file into :class:`Block` s of whole lines; ``bytes_read`` grows as it reads."""
+
+    def __init__(self, lf: LogFile, block_bytes: int = BLOCK_BYTES) -> None:
+        self.lf = lf
+        self.block_bytes = max(1, block_bytes)
+        self.bytes_read = 0
+        self.lines = 0
+        """Lines in the file, known once :meth:`blocks` is exhausted."""
+
+    def blocks(self, clock: StreamClock) -> Iterator[Block]:
+        """Blocks in file order. A read error propagates after the blocks read before it;
+        the caller then calls :meth:`rest` for the unterminated tail."""
+        self._carry = b""
+        self._line = 1
+        self._offset = 0
+        for raw in raw_blocks(self.lf, self.block_bytes):
+            self.bytes_read += len(raw)
+            data = self._carry + raw
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                if len(data) < MAX_LINE_BYTES:
+                    self._carry = data
+                    continue
+                cut = len(data)  # a giant line: process what we have, continue the line
+            block, self._carry = data[:cut], data[cut:]
+            blk = Block(block, self._line, self._offset, clock.last)
+            yield blk
+            self._line += blk.newlines()
+            self._offset += len(block)
+        yield from self.rest(clock)
+
+    def rest(self, clock: StreamClock) -> Iterator[Block]:
+        """The unterminated last line, if any (also after a read error)."""
+        carry, self._carry = self._carry, b""
+        if carry:
+            yield Block(carry, self._line, self._offset, clock.last)
+            self._line += carry.count(b"\n") + (0 if carry.endswith(b"\n") else 1)
+            self._offset += len(carry)
+        self.lines = self._line - 1
+
+
+class StreamClock:
+    """The timestamp of the nearest dated line before a position: the stream's clock, which an
+    undated line inherits. Looks back ``LOOKBACK_LINES`` lines (at most ``LOOKBACK_BYTES``)
+    within a block, else takes the clock at the end of the block before."""
+
+    def __init__(self, stamps: StampSieve) -> None:
+        self.stamps = stamps
+        self.last: Stamp | None = None
+        """The clock at the end of the last block finished."""
+        self.years: set[int] = set()
+        """Years of every stamp found (a glog stamp has none; the job's year fills it in)."""
+        self._data: bytes | None = None
+        self._memo: dict[int, Stamp | None] = {}
+
+    def end_block(self, blk: Block) -> None:
+        """Move the clock to the end of ``blk``."""
+        self.last = self.before(blk, len(blk.data))
+
+    def stamp_of(
+        self, message: str, stamp: Stamp | None, blk: Block, start: int
+    ) -> tuple[Stamp | None, bool]:
+        """(stamp, inherited) of the line at ``start`` whose prefixes gave ``stamp``."""
+        stamp = stamp or find_stamp(message)
+        if stamp is not None:
+            if stamp.year:
+                self.years.add(stamp.year)
+            return stamp, False
+        return self.before(blk, start), True
+
+    def before(self, blk: Block, end: int) -> Stamp | None:
+        """The timestamp of the nearest dated line before ``end`` in ``blk``."""
+        data = blk.data
+        lo = max(0, end - LOOKBACK_BYTES)
+        window = data[lo:end]
+        if self.stamps.available:
+            if self._data is not data:
+                self._data, self._memo = data, {}
+            memo = self._memo
+            for s, raw in self._sieved_lines(window, lo > 0):
+                if lo + s in memo:
+                    st = memo[lo + s]
+                else:
+                    st = memo[lo + s] = line_stamp(raw) if raw else None
+                if st is not None:
+                    if st.year:
+                        self.years.add(st.year)
+                    return st
+            return blk.prev_stamp
+        lines = window.split(b"\n")
+        if lo > 0:
+            lines = lines[1:]
+        for raw in reversed(lines[-LOOKBACK_LINES:]):
+            if not raw:
+                continue
+            st = line_stamp(raw)
+            if st is not None:
+                if st.year:
+                    self.years.add(st.year)
+                return st
+        return blk.prev_stamp
+
+    def _sieved_lines(self, window: bytes, skip_first: bool) -> Iterator[tuple[int, bytes]]:
+        """The lines among the last ``LOOKBACK_LINES`` pieces of ``window.split(b"\\n")`` (less
+        the first piece when it may be cut) that hold a stamp signature, last first. Every line
+        whose timestamp parses holds one, so these are the only lines worth parsing. The window
+        is sieved from its end in growing chunks: the nearest stamp is usually a line away."""
+        prev = len(window) + 1
+        hi = len(window)
+        size = 1024
+        while hi > 0:
+            lo = max(0, hi - size)
+            for to in sorted(self.stamps.ends(window[lo:hi]) or (), reverse=True):
+                s = window.rfind(b"\n", 0, lo + to) + 1
+                if s >= prev:
+                    continue
+                prev = s
+                if (skip_first and s == 0) or window.count(b"\n", s) >= LOOKBACK_LINES:
+                    return
+                e = window.find(b"\n", s)
+                yield s, window[s:] if e < 0 else window[s:e]
+            if lo == 0:
+                return
+            hi = lo + SIGNATURE_OVERLAP  # a signature that straddles the cut
+            size *= 4
+
+
+def line_stamp(raw: bytes) -> Stamp | None:
+    """The timestamp of one raw line (its prefixes, else the first 80 characters)."""
+    pre = split_prefixes(clean_line(decode(raw[:512])))
+    return pre.stamp or find_stamp(pre.message, limit=80)

@@ -1,0 +1,107 @@
+"""Catalog validation runs once per catalog content, remembered in the user's cache dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import analyzer.catalog as catalog_mod
+from analyzer import catalog_cache
+from analyzer.catalog import CatalogError, load_catalog
+
+USER_PATTERN = """
+[[pattern]]
+id = "user.thing"
+category = "python_exception"
+role = "root"
+title = "a thing"
+needles = ["thing broke"]
+regex = '''thing broke: (?P<what>\\w+)'''
+cause = "x"
+fix = "y"
+examples = ["thing broke: disk"]
+"""
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """Validation calls, with the cache in a fresh directory."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(catalog_cache.NO_CACHE_ENV, raising=False)
+    calls: list[str] = []
+    real = catalog_mod.check_pattern
+
+    def check(p: catalog_mod.Pattern) -> list[str]:
+        calls.append(p.id)
+        return real(p)
+
+    monkeypatch.setattr(catalog_mod, "check_pattern", check)
+    return calls
+
+
+def test_second_load_skips_validation(counted: list[str], tmp_path: Path) -> None:
+    load_catalog(use_env=False)
+    assert counted, "the first load validates"
+    n = len(counted)
+    load_catalog(use_env=False)
+    assert len(counted) == n
+    markers = list((tmp_path / "cache" / "mcore-diagnose").iterdir())
+    assert len(markers) == 1 and markers[0].name.startswith("validated-")
+
+
+def test_changed_user_pattern_is_validated_again(counted: list[str], tmp_path: Path) -> None:
+    f = tmp_path / "mine.toml"
+    f.write_text(USER_PATTERN)
+    load_catalog([f], use_env=False)
+    load_catalog([f], use_env=False)
+    assert counted.count("user.thing") == 1
+    f.write_text(USER_PATTERN.replace('examples = ["thing broke: disk"]', 'examples = ["nope"]'))
+    with pytest.raises(CatalogError, match=r"user\.thing"):
+        load_catalog([f], use_env=False)
+    with pytest.raises(CatalogError):  # a failure is never remembered
+        load_catalog([f], use_env=False)
+    assert counted.count("user.thing") == 3
+
+
+def test_unwritable_cache_dir_still_validates(
+    counted: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    load_catalog(use_env=False)
+    n = len(counted)
+    load_catalog(use_env=False)
+    assert n and len(counted) == 2 * n
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(ro))
+        load_catalog(use_env=False)
+        assert len(counted) == 3 * n
+
+
+def test_no_cache_env_bypasses_it(counted: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(catalog_cache.NO_CACHE_ENV, "1")
+    load_catalog(use_env=False)
+    load_catalog(use_env=False)
+    assert len(counted) == 2 * len(set(counted))
+
+
+def test_a_remembered_catalog_compiles_lazily_and_matches_the_same(counted: list[str]) -> None:
+    from analyzer.catalog import iter_examples
+    from analyzer.prefixes import split_prefixes
+
+    first = load_catalog(use_env=False)
+    second = load_catalog(use_env=False)  # remembered: regexes compile on first use
+    assert type(second.patterns[0].regex) is not type(first.patterns[0].regex)
+    for (p, line, must), (q, _l, _m) in zip(
+        iter_examples(first), iter_examples(second), strict=True
+    ):
+        msg = split_prefixes(line).message
+        a, b = p.regex.search(msg), q.regex.search(msg)
+        assert bool(a) == bool(b) == must
+        assert (a and a.groupdict()) == (b and b.groupdict())
