@@ -153,6 +153,8 @@ def analyze(
         progress: called as ``progress(done_bytes, total_bytes)`` while files are read.
         missing_ok: with False (the default) a path that does not exist raises
             ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
+        baseline: good runs of the same job (directories or files): error lines they also
+            printed are never taken for an unknown failure's cause (``analyzer.unknown``).
 
     Raises:
         FileNotFoundError: a path does not exist (unless ``missing_ok``).

@@ -27,6 +27,9 @@ from analyzer.timestamps import Stamp
 TRACEBACK_MAX_LINES = 400
 """A traceback still open this many lines after it began is cut there."""
 TRACEBACK_START = "Traceback (most recent call last):"
+_STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
+"""A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
+``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
 GENERIC_EXCEPTION_ID = "python.exception.uncaught"
 """The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
 _CHAIN = ("During handling", "The above exception")
@@ -122,7 +125,7 @@ class EventBuilder:
         text, pre = self.matcher.line(raw)
         msg = pre.message
         line_no = blk.line_at(s)
-        if msg.startswith(TRACEBACK_START) or msg.lstrip().startswith(TRACEBACK_START):
+        if msg.lstrip().startswith(_STARTS):
             w = writer(pre)
             if w in self.open:
                 self._close(self.open[w])
@@ -172,12 +175,12 @@ class EventBuilder:
             not indented
             and not fm
             and not chain
-            and not stripped.startswith(TRACEBACK_START)
+            and not stripped.startswith(_STARTS)
             and EXC_LINE.match(stripped) is not None
         )
         # A second start before any frame: two processes that share one label printing the
         # same traceback line by line (8 ranks under one srun task). Read as one traceback.
-        twin = not tb.frames and not indented and stripped.startswith(TRACEBACK_START)
+        twin = not tb.frames and not indented and stripped.startswith(_STARTS)
         if stripped and not (indented or fm or chain or is_exc or twin):
             self._close(tb)
             return False

@@ -31,6 +31,15 @@ USER_TIMEOUT_S = 0.25
 BUILTIN_TIMEOUT_S = 2.0
 _ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
 """A candidate loses to every other pattern on the same line."""
+
+
+def match_priority(p: Pattern) -> tuple[int, int]:
+    """Which pattern keeps a line when several match (lower wins, then catalog order): every
+    specific pattern before a ``fallback`` catch-all, before a ``candidate``; then by role."""
+    tier = 2 if p.role == "candidate" else 1 if "fallback" in p.tags else 0
+    return (tier, _ROLE_ORDER[p.role])
+
+
 PATTERN_KEYS: frozenset[str] = frozenset(
     {
         "id",
@@ -250,29 +259,26 @@ class Catalog:
         return [self.patterns[i] for i in sorted(idx)]
 
     def match_all(self, message: str) -> list[PatternMatch]:
-        """Every pattern that matches ``message`` (prefixes already stripped); a ``fallback``
-        pattern only when no other pattern matches (a ``candidate`` does not count: it claims
-        only what no catalog pattern, catch-alls included, claims)."""
+        """Every pattern that matches ``message`` (prefixes already stripped). A ``fallback``
+        pattern is listed only when no specific pattern matches; a ``candidate`` is always
+        listed (``match`` keeps it only when nothing else matches)."""
         out = []
         for p in self.candidates(message):
             m = p.search(message)
             if m:
                 out.append(PatternMatch(p, {k: v for k, v in m.groupdict().items() if v}))
-        specific = [
-            pm for pm in out if "fallback" not in pm.pattern.tags and pm.pattern.role != "candidate"
-        ]
+        specific = [pm for pm in out if match_priority(pm.pattern)[0] == 0]
         if specific:
-            return specific
-        fallbacks = [pm for pm in out if "fallback" in pm.pattern.tags]
-        return fallbacks or out
+            return [pm for pm in out if match_priority(pm.pattern)[0] != 1]
+        return out
 
     def match(self, message: str) -> PatternMatch | None:
-        """The one match kept for a line: root over symptom over context over candidate, then
-        catalog order."""
+        """The one match kept for a line: specific over ``fallback`` over ``candidate``, then
+        root over symptom over context, then catalog order."""
         found = self.match_all(message)
         if not found:
             return None
-        return min(found, key=lambda pm: _ROLE_ORDER[pm.pattern.role])
+        return min(found, key=lambda pm: match_priority(pm.pattern))
 
 
 _CHECKOUT_DIR = Path(__file__).resolve().parent.parent / "patterns"

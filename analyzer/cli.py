@@ -35,7 +35,6 @@ SUBCOMMANDS = {
 }
 
 
-
 def _plain_argument_help() -> None:
     """Show arguments in help as their metavar (``PATH...``), as click and most tools do.
 
@@ -176,6 +175,7 @@ GoodRunOpt = Annotated[
         help="A good run of the same job (directory or log file, repeatable): error lines it "
         "also printed are never taken for the cause of an unknown failure.",
         show_default=False,
+        metavar="PATH",
     ),
 ]
 
@@ -311,7 +311,9 @@ def diagnose_cmd(
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line per job.")] = False,
     workers: WorkersOpt = None,
-    fr: Annotated[list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False)] = None,
+    fr: Annotated[
+        list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False, metavar="DIR")
+    ] = None,
     baseline: GoodRunOpt = None,
 ) -> None:
     """Diagnose failed jobs: first failing rank, cause, fix (the default command).
@@ -600,9 +602,7 @@ def _catalog_hint(patterns: list[Path] | None) -> str:
 
 @patterns_app.command("suggest")
 def patterns_suggest(
-    jobs: Annotated[
-        list[Path], typer.Argument(help="Job directories with an unknown failure.")
-    ],
+    jobs: Annotated[list[Path], typer.Argument(help="Job directories with an unknown failure.")],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Directory to write the drafted pattern files.")
     ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from analyzer.catalog import Catalog
+from analyzer.catalog import Catalog, match_priority
 from analyzer.discover import LogFile
 from analyzer.prefixes import split_prefixes
 from analyzer.scan import EXC_LINE, RawEvent
@@ -34,7 +34,10 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
     m = EXC_LINE.match(first.strip())
     fields = {k: v for k, v in (m.groupdict() if m else {}).items() if v}
     tb = extra.get("py_callstack") if isinstance(extra, dict) else None
-    if pm is not None and pm.pattern.role not in ("context", "candidate"):
+    # a specific pattern names the failure; a catch-all or a candidate says less than
+    # error.json itself does
+    specific = pm is not None and match_priority(pm.pattern)[0] == 0
+    if pm is not None and specific and pm.pattern.role != "context":
         p = pm.pattern
         pid, cat, role, title, cause, fix = p.id, p.category, p.role, p.title, p.cause, p.fix
         fields.update(pm.fields)

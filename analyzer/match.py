@@ -10,7 +10,7 @@ cached (bounded). A user pattern disabled by a regex timeout is remembered in
 
 from __future__ import annotations
 
-from analyzer.catalog import Catalog, Pattern, PatternMatch
+from analyzer.catalog import Catalog, Pattern, PatternMatch, match_priority
 from analyzer.prefilter import Prefilter
 from analyzer.prefixes import Prefixed, split_prefixes
 from analyzer.sanitize import clean_line, decode
@@ -19,7 +19,6 @@ CACHE_LINES = 4096
 """Entries kept in each of the line caches (cleared when full)."""
 CACHE_MAX_LINE = 1024
 """Longer lines are not cached (bounds the caches to a few MB)."""
-_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
 WINDOW_BYTES = 8192
 """The part of a giant line that is decoded and matched."""
 
@@ -118,9 +117,10 @@ class LineMatcher:
             cat = self.catalog
             idx = sorted({i for n in key for i in cat.needle_patterns[n]})
             pats = [cat.patterns[i] for i in idx]
-            sub = self._subsets[key] = sorted(pats, key=lambda p: _ROLE_ORDER[p.role])
-        # The first match in role order is the one ``Catalog.match`` keeps (root over symptom
-        # over context, then catalog order); the rest need not be searched. A pattern is a
+            sub = self._subsets[key] = sorted(pats, key=match_priority)
+        # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps
+        # (specific over catch-all over candidate, root over symptom over context, then
+        # catalog order); the rest need not be searched. A pattern is a
         # candidate when one of its needles is in the message; with no prefix stripped, every
         # needle the prefilter found is, so the check is skipped.
         whole = msg is text

@@ -405,8 +405,9 @@ def test_exception_lines_are_always_claimed(catalog, line, pattern_id):
 def test_fallback_loses_to_any_specific_pattern_of_any_role(catalog):
     # The DataLoader re-raise is only a symptom, yet the generic root must not claim the line.
     msg = "ValueError: Caught ValueError in DataLoader worker process 1."
-    found = {pm.pattern.id for pm in catalog.match_all(msg)}
+    found = {pm.pattern.id for pm in catalog.match_all(msg) if pm.pattern.role != "candidate"}
     assert found == {"python.dataloader.reraise"}
+    assert catalog.match(msg).pattern.id == "python.dataloader.reraise"
 
 
 USER_CLAIM = """

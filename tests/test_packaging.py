@@ -65,3 +65,15 @@ def test_uv_lock_is_in_sync_with_pyproject() -> None:
     r = subprocess.run([uv, "lock", "--check", "--offline"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_every_subpackage_is_shipped() -> None:
+    """A subpackage missing from the explicit list installs a wheel that cannot import."""
+    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "analyzer").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    missing = sorted(on_disk - listed)
+    assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"

@@ -272,3 +272,42 @@ def test_another_writers_line_inside_a_traceback_is_read(tmp_path: Path) -> None
     evs = [(e.pattern_id, e.line, e.task) for e in _scan_file(p)]
     assert ("torchelastic.sigterm_send", 4, 0) in evs
     assert ("python.traceback", 7, 1) in evs
+
+
+_DATALOADER = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Shards(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        raise ValueError("offset must be non-negative and no greater than buffer length")
+
+
+for batch in DataLoader(Shards(), num_workers=1):
+    pass
+"""
+
+
+def test_dataloader_original_traceback_is_the_root(tmp_path: Path) -> None:
+    """A real DataLoader re-raise (torch's ``Original Traceback``): the worker's own traceback
+    is assembled and is the root; the re-raise in the main process is its symptom."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    script = tmp_path / "loader.py"
+    script.write_text(_DATALOADER)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert "Original Traceback (most recent call last):" in out.stderr
+    a = analyze(_job(tmp_path, out.stderr), workers=1)
+    v = a.diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("python_exception", "python.traceback")
+    assert "ValueError was raised: offset must be non-negative" in v.cause
+    assert "__getitem__" in v.cause  # the worker's innermost frame, not torch's reraise
+    roles = {r["pattern_id"]: r["role"] for r in a.rows}
+    assert roles.get("python.dataloader.reraise") == "symptom"

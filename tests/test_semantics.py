@@ -317,3 +317,19 @@ def test_a_restart_suffix_or_cause_wording_never_changes_the_verdict_key() -> No
     assert "attempt" not in str(a.key)
     assert a.key["exc_type"] == b.key["exc_type"] == "IndexError"
     assert a.key["frame"].endswith("in get_batch") and b.key["frame"].endswith("in get_batch")
+
+
+def test_catalog_json_schema_enums_are_the_code_tables() -> None:
+    """The schema editors validate against names exactly what the loader accepts."""
+    import json
+
+    from analyzer import categories as c
+
+    schema = json.loads(Path("docs/schema/catalog.schema.json").read_text(encoding="utf-8"))
+    p = schema["$defs"]["pattern"]["properties"]
+    assert p["category"]["enum"] == list(c.CATEGORIES)
+    assert p["role"]["enum"] == list(c.ROLES)
+    assert p["tags"]["items"]["anyOf"][0]["enum"] == list(c.TAGS)
+    typed = p["captures"]["additionalProperties"]["oneOf"]
+    assert typed[0]["enum"] == list(c.CAPTURE_TYPES)
+    assert typed[1]["properties"]["role"]["enum"] == list(c.CAPTURE_ROLES)
