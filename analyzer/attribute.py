@@ -89,6 +89,9 @@ class Geometry:
     """One srun task per GPU (no torchrun): an srun task id is the global rank, not a node."""
     distinct_hosts: bool = True
     """Host names tell nodes apart (one host per node index, no host on two indices)."""
+    one_node: bool = False
+    """Nothing in the logs shows a second node (see ``_one_node``): a local rank is the global
+    rank."""
 
     def node_label(self, host: str | None, node_index: int | None) -> str | None:
         """What every view calls a node: its host name when hosts tell nodes apart, else its
@@ -210,7 +213,60 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles)
         g.evidence.append(f"world size {g.world_size} on one node")
     if g.nproc_per_node and g.world_size and not g.nnodes:
         g.nnodes = max(1, g.world_size // g.nproc_per_node)
+    if _one_node(scans, failures, roles, g):
+        g.one_node = True
+        g.evidence.append("one node: no srun label, one host, no rank beyond a local rank")
     return g
+
+
+def _one_node(
+    scans: list[FileScan], failures: list[ChildFailure], roles: Roles, g: Geometry
+) -> bool:
+    """Whether the logs show a single-node job, so that local rank N is global rank N.
+
+    Any sign of a second node says no: an srun label or task line, two host names, a node
+    count or a world size above the processes per node, a global rank that differs from its
+    local rank. A paste of one node's log from a multi-node job usually shows one of these
+    (NCCL's and torchrun's prefixes name the host; ``[rankN]`` prefixes give global ranks)."""
+    if g.nnodes is not None:
+        return g.nnodes == 1
+    if g.task_hosts or g.task_is_rank:
+        return False
+    if g.world_size and g.nproc_per_node and g.world_size > g.nproc_per_node:
+        return False
+    hosts: set[str] = set()
+    locals_seen: set[int] = set()
+    globals_seen: set[int] = set()
+    for sc in scans:
+        if sc.file.node_hint:
+            hosts.add(short_host(sc.file.node_hint) or "")
+        for ev in sc.events:
+            if ev.task is not None:
+                return False
+            h = roles.get(ev, "host") or ev.nccl_host
+            if h and h not in ("localhost", "127.0.0.1"):
+                hosts.add(short_host(h) or h)
+            lr = ev.local_rank if ev.local_rank is not None else roles.int(ev, "local_rank")
+            r = ev.rank if ev.rank is not None else roles.int(ev, "global_rank")
+            if lr is not None:
+                locals_seen.add(lr)
+            if r is not None:
+                globals_seen.add(r)
+                if lr is not None and lr != r:
+                    return False
+    for cf in failures:
+        if cf.rank is not None and cf.local_rank is not None and cf.rank != cf.local_rank:
+            return False
+        if cf.host and cf.host not in ("localhost", "127.0.0.1"):
+            hosts.add(short_host(cf.host) or cf.host)
+    if len(hosts) > 1:
+        return False
+    # a global rank no local rank reaches: ranks of another node
+    if globals_seen and locals_seen and max(globals_seen) > max(locals_seen):
+        return False
+    if g.world_size and locals_seen and g.world_size <= max(locals_seen):
+        return False
+    return bool(locals_seen)
 
 
 def _one_task_per_rank(scans: list[FileScan], votes: Counter[int]) -> bool:
@@ -329,6 +385,8 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             if block is not None:
                 rank, local_rank = block.rank, block.local_rank
                 host = block.host or host
+            if rank is None and local_rank is not None and geo.one_node and block is None:
+                rank = local_rank
             n = geo.nproc_per_node
             if rank is None and n and local_rank is not None and node_index is not None:
                 rank = node_index * n + local_rank
@@ -343,9 +401,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             t = ev.stamp.to_datetime(year) if ev.stamp else None
             out.append((ev, Attribution(rank, local_rank, node_index, host, t)))
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
-    labelled = [
-        (ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out
-    ]
+    labelled = [(ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out]
     return Attributed(labelled, geo, failures, year, roles)
 
 

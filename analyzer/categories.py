@@ -77,6 +77,8 @@ TAGS: dict[str, str] = {
     "childfailed-start": "the field line that opens one failure's record in that block",
     "fallback": "claims a line only when no pattern without this tag matches it (a catch-all "
     "such as the generic exception line: a specific pattern, built-in or user, always wins)",
+    "uniform": "every rank hits it alike (the same checkpoint, arguments or code on every "
+    "rank): one rank's copy names no culprit unless other ranks are seen without it",
     "uncatalogued": "an event the reader assembled that no catalog pattern claims (a bare "
     "traceback): lower confidence",
 }
@@ -98,6 +100,7 @@ CAPTURE_ROLES: dict[str, str] = {
 }
 """Roles a capture can declare; attribution and reasoning read captures by role, not by name."""
 
+
 @dataclass(frozen=True, slots=True)
 class CategoryInfo:
     """What reasoning needs to know of a category, in one row."""
@@ -116,6 +119,9 @@ class CategoryInfo:
     """As a symptom before a SLURM end, it is the cause the end only confirmed."""
     confidence: float = 0.9
     """Confidence of a catalogued root of this category."""
+    uniform: bool = False
+    """Every rank raises it alike (same arguments, code and environment): one rank's copy names
+    no culprit unless other ranks are seen without it."""
 
 
 CATEGORY_TABLE: dict[str, CategoryInfo] = {
@@ -124,9 +130,9 @@ CATEGORY_TABLE: dict[str, CategoryInfo] = {
     "cuda_oom": CategoryInfo(80, promotable=True),
     "cuda_error": CategoryInfo(80, promotable=True),
     "host_oom": CategoryInfo(78, promotable=True, before_end=True),
-    "cuda_device_max_connections": CategoryInfo(70, startup=True),
-    "config": CategoryInfo(70, startup=True),
-    "import_error": CategoryInfo(70, startup=True),
+    "cuda_device_max_connections": CategoryInfo(70, startup=True, uniform=True),
+    "config": CategoryInfo(70, startup=True, uniform=True),
+    "import_error": CategoryInfo(70, startup=True, uniform=True),
     "rendezvous": CategoryInfo(66, startup=True, before_end=True),
     "storage": CategoryInfo(65),
     "checkpoint": CategoryInfo(64),

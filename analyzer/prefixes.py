@@ -5,13 +5,16 @@ multi-node launcher), OpenMPI's / Horovod's ``--tag-output`` (``[1,3]<stderr>:``
 a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag such as NeMo-Run's
 ``i.pretrain/0 ``, torchrun's ``--tee`` header (``[default3]:``) or a
 ``--log-line-prefix-template`` header (``[24]:``), c10d's ``[rank3]:``, Lightning's
-``[rank: 3] ``, then the C++ (``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger
-prefix (``W1202 15:34:58.764000 4242 path/api.py:897] ``).
+``[rank: 3] `` or Determined's ``[rank=3] ``, then the C++
+(``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger prefix
+(``W1202 15:34:58.764000 4242 path/api.py:897] ``).
 
-Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output`` and Lightning's
-``[rank: N]`` are global ranks; ``[defaultN]:`` is a local rank. The ``[Rank N]`` inside
-ProcessGroupNCCL's messages is a process-group rank (group-local for a subgroup) and stays in the
-message. A Ray actor prefix names a process and a host, never a rank.
+A markdown quote (``> ``) of a pasted log is dropped first.
+
+Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
+``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
+The ``[Rank N]`` inside ProcessGroupNCCL's messages is a process-group rank (group-local for a
+subgroup) and stays in the message. A Ray actor prefix names a process and a host, never a rank.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ _RAY = regex.compile(
     r"\((?:[A-Za-z_][\w.:-]* )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
 )
 _LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
+_QUOTE = regex.compile(r"(?:> )+(?=\S)")
+"""A markdown block quote (``> ``) around a pasted log. Megatron itself prints ``> building
+...`` lines, so the quote is dropped only in front of another prefix or a traceback line."""
+_QUOTED = regex.compile(r"Traceback |\s*File \"|[\w.]*(?:Error|Exception|Interrupt)\b")
+_DETERMINED = regex.compile(r"(?:\[[\w.:-]*\] )?\[rank=(\d{1,6})\] ")
+"""Determined's trial log prefix ``[container] [rank=N] `` (N is the global rank)."""
 _TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)")
 _TEE = regex.compile(r"\[(?!rank\d)([A-Za-z_][A-Za-z_-]*?)(\d{1,5})\]:")
 _TEMPLATE = regex.compile(r"\[(\d{1,6})\]:")
@@ -84,6 +93,9 @@ def split_prefixes(line: str) -> Prefixed:
     host: str | None = None
     worker_pid: int | None = None
 
+    quote = _QUOTE.match(line)
+    if quote:
+        pos = quote.end()
     m = _SRUN.match(line, pos)
     if m:
         task = int(m[1])
@@ -101,6 +113,10 @@ def split_prefixes(line: str) -> Prefixed:
     if m:
         worker_pid = int(m["pid"])
         host = m["ip"] or host
+        pos = m.end()
+    m = _DETERMINED.match(line, pos)
+    if m:
+        rank = int(m[1])
         pos = m.end()
     m = _TAG.match(line, pos)
     if m:
@@ -137,4 +153,6 @@ def split_prefixes(line: str) -> Prefixed:
     if m:
         rank = int(m[1])
         pos = m.end()
+    if quote and pos == quote.end() and not _QUOTED.match(line, pos):
+        pos = 0  # Megatron's own "> " line, not a quote
     return Prefixed(line[pos:], task, local_rank, rank, level, stamp, pid, host, worker_pid)

@@ -151,9 +151,7 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
         died = [
             r
             for r in active
-            if _tagged(r, "death")
-            and r["time"] is not None
-            and r["time"] < chosen["time"] - SKEW
+            if _tagged(r, "death") and r["time"] is not None and r["time"] < chosen["time"] - SKEW
         ]
         if died:
             v.rank_note = (
@@ -198,7 +196,32 @@ def _root_verdict(
         _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
     if v.node is None and v.rank is None and not v.rank_note:
         _enrich_node(v, chosen, rows, geo)
+    uniform = info(chosen["category"]).uniform or _tagged(chosen, "uniform")
+    if v.rank is not None and len(same) < 2 and uniform:
+        _uniform_rank(v, chosen, rows)
     return v
+
+
+def _uniform_rank(v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """A start-up error every rank raises alike (a bad argument, a missing module) names no
+    rank when the logs show no other rank: the launcher reported the first copy it saw. Other
+    ranks seen without it (a node with a broken environment) keep the rank."""
+    sig = _signature(chosen)
+    others = {
+        r["rank"]
+        for r in rows
+        if r.get("rank") is not None
+        and r["rank"] != v.rank
+        and r["role"] != "context"
+        and _signature(r) != sig
+    }
+    if others:
+        return
+    v.rank_note = (
+        f"every rank raises this alike at start-up; the logs show it on rank {v.rank} only, "
+        "which names no culprit"
+    )
+    v.rank = v.local_rank = None
 
 
 _NEAR_LINES = 2
@@ -226,9 +249,7 @@ def _enrich_node(
         return
     last = chosen["line"]  # an assembled traceback's line is its closing exception line
     below = [
-        r
-        for r in exits
-        if r["file"] == chosen["file"] and last < r["line"] <= last + _NEAR_LINES
+        r for r in exits if r["file"] == chosen["file"] and last < r["line"] <= last + _NEAR_LINES
     ]
     if len(tasks) == 1:
         first = exits[0]
@@ -348,9 +369,7 @@ def decide(
         return _slurm_end_verdict(ends, rows, facts, geo), alternatives, "failed"
 
     promotable = [
-        r
-        for r in symptoms
-        if info(r["category"]).promotable and _tagged(r, "death-record")
+        r for r in symptoms if info(r["category"]).promotable and _tagged(r, "death-record")
     ]
     if promotable:
         first = _earliest(promotable)

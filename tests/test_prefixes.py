@@ -97,6 +97,12 @@ def test_clean_line_strips_ansi_and_progress_frames() -> None:
          "Signaling Trainer to stop."),
         # Lightning's rank-prefixed messages
         ("[rank: 5] Seed set to 1", 5, None, None, "Seed set to 1"),
+        # Determined's trial prefix, inside a markdown quote of the paste
+        ("> [] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB", 0, None,
+         None, "RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB"),
+        # a quoted paste keeps nothing of the quote
+        ("> > Traceback (most recent call last):", None, None, None,
+         "Traceback (most recent call last):"),
         # Ray actors name a process and a host, not a rank
         ("(RayTrainWorker pid=1193, ip=10.244.4.193) Setting up process group for: env:// "
          "[rank=0, world_size=2]", None, "10.244.4.193", 1193,
@@ -131,6 +137,9 @@ def test_other_launcher_prefixes(
         "python3: can't open file 'train.py': [Errno 2] No such file or directory",
         "node017:412734:412734 [1] init.cc:845 NCCL WARN Duplicate GPU detected : rank 9 and",
         "Epoch 8: 100% 16/16 [00:16<00:00,  1.04s/it, loss=0.33]",
+        ">>> import torch",
+        "> initializing torch distributed ...",
+        "->  raise RuntimeError(msg)",
     ],
 )
 def test_lookalikes_are_not_host_prefixes(line: str) -> None:

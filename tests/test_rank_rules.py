@@ -1,0 +1,55 @@
+"""Rank rules for logs from the wild: a single-node job's local rank is its global rank; an
+error every rank raises alike names no rank. Lines are real ones (wild corpus, samples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.api import analyze
+
+SIGKILL = (
+    "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:"
+    "869] failed (exitcode: -9) local_rank: 5 (pid: 2630) of binary: /root/miniconda3/bin/python"
+)
+WATCHDOG = (
+    "[rank{r}]:[E311 12:06:03.789658919 ProcessGroupNCCL.cpp:713] [Rank {r}] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=18069, OpType=_REDUCE_SCATTER_BASE, "
+    "NumelIn=125829120, NumelOut=15728640, Timeout(ms)=600000) ran for 600011 milliseconds "
+    "before timing out."
+)
+NO_NCCL = "[rank{r}]: RuntimeError: Distributed package doesn't have NCCL built in"
+
+
+def _verdict(tmp_path: Path, *lines: str):  # type: ignore[no-untyped-def]
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "output.log").write_text("\n".join(lines) + "\n")
+    return analyze(job, workers=1).diagnosis.verdict
+
+
+def test_single_node_local_rank_is_the_global_rank(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, SIGKILL)
+    assert (v.category, v.rank, v.local_rank) == ("host_oom", 5, 5)
+
+
+def test_an_srun_label_means_another_node_may_exist(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, "1: " + SIGKILL)
+    assert v.rank != 5  # task 1 is node 1: local rank 5 is not global rank 5
+
+
+def test_a_global_rank_beyond_the_local_ranks_means_several_nodes(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, WATCHDOG.format(r=13), SIGKILL)
+    assert v.rank is None or v.rank != 5
+
+
+def test_an_error_every_rank_raises_names_no_rank(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, NO_NCCL.format(r=0))
+    assert (v.category, v.pattern_id) == ("config", "config.torch.backend_not_built")
+    assert v.rank is None and v.rank_note and "alike" in v.rank_note
+
+
+def test_a_uniform_error_keeps_its_rank_when_other_ranks_did_not_raise_it(
+    tmp_path: Path,
+) -> None:
+    v = _verdict(tmp_path, NO_NCCL.format(r=3), WATCHDOG.format(r=1), WATCHDOG.format(r=2))
+    assert (v.category, v.rank) == ("config", 3)
