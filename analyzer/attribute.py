@@ -64,7 +64,7 @@ def task_ids(spec: str) -> list[int]:
     out: list[int] = []
     for part in spec.strip("[]").split(","):
         lo, _, hi = part.partition("-")
-        if lo.isdigit() and (not hi or hi.isdigit()):
+        if lo.isdecimal() and (not hi or hi.isdecimal()):
             out.extend(range(int(lo), int(hi or lo) + 1))
     return out
 
@@ -180,12 +180,12 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles)
             ws = roles.get(ev, "world_size")
             if ws is None and ev.fields.get("arg") == "world_size":
                 ws = ev.fields.get("value")  # Megatron's argument block: "world_size .... 16"
-            if ws and ws.isdigit():
+            if ws and ws.isdecimal():
                 world[int(ws)] += 1
             if spec := roles.get(ev, "task"):  # srun's task lines: which tasks ran where
                 host = roles.get(ev, "host") or ""
                 ids = task_ids(spec)
-                if spec.isdigit() and host and not any(c in host for c in "[],"):
+                if spec.isdecimal() and host and not any(c in host for c in "[],"):
                     g.task_hosts.setdefault(int(spec), host)
                 tasks.update(ids)
     for cf in failures:

@@ -117,7 +117,7 @@ class RepeatBound:
             self._touched.append(g)
         his, los = g.hi, g.lo
         for k, v in item.fields.items():
-            if v.isdigit():
+            if v.isdecimal():
                 iv = int(v)
                 hi = his.get(k)
                 if hi is None or iv > hi[0]:

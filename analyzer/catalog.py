@@ -29,6 +29,8 @@ ENV_VAR = "MCORE_DIAGNOSE_PATTERNS"
 USER_TIMEOUT_S = 0.25
 """Time limit for one search of a user-supplied regex."""
 BUILTIN_TIMEOUT_S = 2.0
+_Match = regex.Match
+"""(The ``regex`` field of ``Pattern`` hides the module inside the class.)"""
 _ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
 """A candidate loses to every other pattern on the same line."""
 
@@ -150,7 +152,7 @@ class Pattern:
                 return c.name
         return None
 
-    def search(self, message: str) -> regex.Match[str] | None:
+    def search(self, message: str) -> _Match[str] | None:
         """Search ``message``; a user pattern that runs out of time is disabled, not fatal."""
         if self.disabled_reason:
             return None

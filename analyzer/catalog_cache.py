@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, cast
 
@@ -32,7 +33,7 @@ def cache_dir() -> Path | None:
     return Path(home) / ".cache" / "mcore-diagnose" if home else None
 
 
-def digest(files: Sequence[tuple[Path, bool]]) -> str | None:
+def digest(files: Sequence[tuple[Path | Traversable, bool]]) -> str | None:
     """The key of one catalog: its files (content, order, built-in or user) and the checking
     code. None when a file cannot be read (the loader then reports it)."""
     h = hashlib.sha256(b"mcore-diagnose catalog validation v1\0")

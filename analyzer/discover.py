@@ -140,7 +140,7 @@ def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
         m = _ATTEMPT_DIR.match(part)
         if m:
             attempt = int(m[1])
-            if i + 1 < len(parts) - 1 and parts[i + 1].isdigit():
+            if i + 1 < len(parts) - 1 and parts[i + 1].isdecimal():
                 local_rank = int(parts[i + 1])
             # <host>/<run_id>_<rand>/attempt_N: the directory above the run dir names a node
             if i >= 2:

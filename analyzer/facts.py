@@ -116,7 +116,7 @@ def collect_facts(rows: list[dict[str, Any]]) -> JobFacts:
             if v and k not in f.values:
                 f.values[k] = _intish(v)
         it = r.get("iteration")
-        if it and it.strip().isdigit():
+        if it and it.strip().isdecimal():
             n = int(it)
             f.last_iteration = max(f.last_iteration or 0, n)
             if r.get("rank") is not None:

@@ -10,18 +10,25 @@ benchmark job with 368 needles, one core: Hyperscan 1.3 GB/s, ahocorasick_rs 0.1
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import regex
 
+_hs: Any = None
+_ac: Any = None
 try:  # pragma: no cover - depends on the platform wheel
-    import hyperscan as _hs
+    import hyperscan
+
+    _hs = hyperscan
 except ImportError:  # pragma: no cover
-    _hs = None
+    pass
 
 try:  # pragma: no cover - optional
-    import ahocorasick_rs as _ac
+    import ahocorasick_rs
+
+    _ac = ahocorasick_rs
 except ImportError:  # pragma: no cover
-    _ac = None
+    pass
 
 _D = rb"(?:[0-9]|[\x80-\xff]{2,4})"
 STAMP_SIGNATURE = (

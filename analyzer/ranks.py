@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analyzer.attribute import Geometry
+    from analyzer.facts import JobFacts
 
 _MAX_WORLD = 1_000_000
 
 
-def world_size(facts: Mapping[str, Any], geo: Geometry | None) -> int | None:
+def world_size(facts: Mapping[str, Any] | JobFacts, geo: Geometry | None) -> int | None:
     """The number of ranks, from Megatron's or torchrun's lines, else the launch geometry."""
     ws = facts.get("world_size") or (geo.world_size if geo else None)
     if not ws and geo and geo.nproc_per_node and geo.nnodes:
@@ -24,7 +25,7 @@ def world_size(facts: Mapping[str, Any], geo: Geometry | None) -> int | None:
 
 
 def world_by_rank(
-    events: pl.DataFrame, facts: Mapping[str, Any], geo: Geometry | None
+    events: pl.DataFrame, facts: Mapping[str, Any] | JobFacts, geo: Geometry | None
 ) -> pl.DataFrame:
     """``events.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
     for every other rank an event names, and no row for events without a rank.

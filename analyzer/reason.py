@@ -242,7 +242,7 @@ def _enrich_node(
         for r in rows
         if _tagged(r, "task-exit")
         and r.get("_roles", {}).get("exit_code") is not None
-        and r.get("_roles", {}).get("task", "").isdigit()
+        and r.get("_roles", {}).get("task", "").isdecimal()
     ]
     tasks = {int(r["_roles"]["task"]) for r in exits}
     if not tasks:
@@ -485,7 +485,7 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         if _tagged(r, "restart") and r.get("attempt") is None:
             left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
-            if left.isdigit() and most.isdigit():
+            if left.isdecimal() and most.isdecimal():
                 restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
     for r in rows:
         marks = restarts.get(r["file"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Iterable
 
 from analyzer.build import (
     EXC_LINE,
@@ -32,9 +33,9 @@ from analyzer.build import (
 from analyzer.catalog import Catalog
 from analyzer.discover import LogFile
 from analyzer.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
-from analyzer.prefilter import StampSieve
+from analyzer.prefilter import Prefilter, StampSieve
 from analyzer.records import FileScan, RawEvent
-from analyzer.search import MAX_LINE_BYTES, Searcher, StreamClock, line_stamp
+from analyzer.search import MAX_LINE_BYTES, Block, Searcher, StreamClock, line_stamp
 from analyzer.timestamps import Stamp
 
 BLOCK_BYTES = 8 << 20
@@ -67,7 +68,7 @@ class FileScanner:
         self.stamps = StampSieve()
 
     @property
-    def prefilter(self):  # type: ignore[no-untyped-def]
+    def prefilter(self) -> Prefilter:
         """The matcher's byte-level prefilter."""
         return self.matcher.prefilter
 
@@ -86,7 +87,7 @@ class FileScanner:
         clock = StreamClock(self.stamps)
         builder = EventBuilder(lf, self.matcher, clock)
 
-        def read(blocks) -> None:  # type: ignore[no-untyped-def]
+        def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
                 builder.block(blk, self.matcher.candidates(blk.data))
                 clock.end_block(blk)

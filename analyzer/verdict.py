@@ -74,7 +74,7 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
-        d = {
+        d: dict[str, Any] = {
             "category": self.category,
             "pattern_id": self.pattern_id,
             "rank": self.rank,

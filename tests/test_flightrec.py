@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analyzer import analyze
@@ -467,6 +467,7 @@ _entry = st.fixed_dictionaries(
 
 
 @settings(max_examples=150, deadline=None)
+@example(per={0: [{"collective_seq_id": "²"}]}, cfg={})  # "²".isdigit(), yet int("²") raises
 @given(
     st.dictionaries(st.integers(0, 5), st.lists(_entry, max_size=6), min_size=1, max_size=4),
     st.dictionaries(st.text(max_size=3), _values, max_size=2),

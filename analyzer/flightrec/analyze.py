@@ -153,8 +153,8 @@ def _int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdecimal():
+        return int(v)  # isdecimal, not isdigit: "²".isdigit() is true, int("²") raises
     return None
 
 
@@ -200,7 +200,9 @@ def _entry(rank: int, e: dict[str, Any]) -> Entry | None:
     if seq is None or seq <= 0:
         return None
     created = _int(e.get("time_created_ns"))
-    frames = e.get("frames") if isinstance(e.get("frames"), list) else []
+    frames = e.get("frames")
+    if not isinstance(frames, list):
+        frames = []
     return Entry(
         rank=rank,
         seq=seq,
@@ -395,7 +397,7 @@ def _group_findings(g: Group, ds: DumpSet) -> tuple[list[dict[str, Any]], int | 
                     "kind": "missing",
                     "rank": r,
                     "seq": frontier,
-                    "op": g.entries.get(r, {}).get(last[r]).op if last[r] else None,
+                    "op": _op_at(g, r, last[r]),
                     "others_op": front_op,
                     "entry": g.entries.get(r, {}).get(last[r]),
                     "reason": (
@@ -429,11 +431,11 @@ def _group_findings(g: Group, ds: DumpSet) -> tuple[list[dict[str, Any]], int | 
                 }
             )
     # 3. a late rank: its entry at the frontier was created long after the others'
-    created = {
-        r: g.entries[r][frontier].created_ns
-        for r in at_front
-        if g.entries[r][frontier].created_ns is not None
-    }
+    created: dict[int, int] = {}
+    for r in at_front:
+        ns = g.entries[r][frontier].created_ns
+        if ns is not None:
+            created[r] = ns
     if len(created) >= 3:
         timeout = max((g.entries[r][frontier].timeout_ms or 0) for r in created) / 1000
         limit = max(LATE_MIN_S, LATE_TIMEOUT_SHARE * timeout)
@@ -607,14 +609,20 @@ def _notes_on_content(ds: DumpSet, notes: list[str]) -> None:
         notes.append("point-to-point operations (send/recv) are not compared, only collectives")
 
 
+def _op_at(g: Group, rank: int, seq: int | None) -> str | None:
+    """The op of ``rank``'s entry ``seq`` in ``g``, when it has one."""
+    e = g.entries.get(rank, {}).get(seq) if seq else None
+    return e.op if e is not None else None
+
+
 def _table(groups: dict[str, Group], stuck: dict[str, int | None], ds: DumpSet) -> list[RankState]:
     rows: list[RankState] = []
     for g in sorted(groups.values(), key=lambda g: (g.desc != "default_pg", g.name)):
         s = stuck.get(g.name)
         created = [
-            g.entries[r][s].created_ns
+            ns
             for r in g.entries
-            if s is not None and s in g.entries[r] and g.entries[r][s].created_ns
+            if s is not None and s in g.entries[r] and (ns := g.entries[r][s].created_ns)
         ]
         t0 = min(created) if created else None
         for r in g.members:

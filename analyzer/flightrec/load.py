@@ -146,7 +146,7 @@ def _as_int(v: Any) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.lstrip("-").isdigit():
+    if isinstance(v, str) and v.lstrip("-").isdecimal():
         return int(v)
     return None
 
@@ -175,8 +175,12 @@ def load_dump(path: Path, rank: int | None = None, shown: str | None = None) -> 
     except OSError as exc:
         raise DumpError(f"cannot read ({exc.strerror or exc})") from None
     obj, fmt = parse_dump(data)
-    pg_config = obj.get("pg_config") if isinstance(obj.get("pg_config"), dict) else {}
-    pg_status = obj.get("pg_status") if isinstance(obj.get("pg_status"), dict) else {}
+    pg_config = obj.get("pg_config")
+    pg_status = obj.get("pg_status")
+    if not isinstance(pg_config, dict):
+        pg_config = {}
+    if not isinstance(pg_status, dict):
+        pg_status = {}
     return Dump(
         rank=rank,
         path=shown,

@@ -45,4 +45,4 @@ def progress_callback(enabled: bool) -> Iterator[Callable[[int, int], None] | No
         yield cb
     finally:
         if "bar" in state:
-            state["bar"].stop()  # type: ignore[attr-defined]
+            state["bar"].stop()

@@ -114,4 +114,4 @@ def version_of(fp: str | None) -> int | None:
     if not fp or not fp.startswith("v") or "-" not in fp:
         return None
     head = fp[1:].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isdecimal() else None

@@ -131,7 +131,7 @@ def read_table(path: Path) -> pl.DataFrame:
             cols.append(pl.lit(None, dtype=t).alias(c))
         elif isinstance(t, pl.Datetime) and not isinstance(df.schema[c], pl.Datetime):
             # CSV/JSON, or a table written before time was a datetime: any ISO 8601 form
-            cols.append(_parse_times(df[c]).alias(c))
+            cols.append(pl.lit(_parse_times(df[c])).alias(c))
         else:
             cols.append(pl.col(c).cast(t, strict=False))
     return df.select(cols) if df.width else pl.DataFrame(schema=schema)
