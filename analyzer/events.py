@@ -31,6 +31,7 @@ BASE_COLUMNS: dict[str, str] = {
     "text": "str",
     "message": "str",
     "traceback": "str",
+    "repeats": "int",
 }
 
 
@@ -59,6 +60,7 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "text": ev.text,
             "message": ev.message,
             "traceback": ev.traceback,
+            "repeats": ev.repeats,
             "_cause": ev.cause,
             "_fix": ev.fix,
             "_tags": att.roles.tags(ev),
@@ -100,13 +102,22 @@ def to_frame(
     return pl.DataFrame(data, schema=schema)
 
 
+def _lines(ev: pl.DataFrame) -> pl.Expr:
+    """Matched lines per event: its ``repeats`` (1 in a table written before the column)."""
+    import polars as pl
+
+    if "repeats" in ev.columns:
+        return pl.col("repeats").fill_null(1).cast(pl.Int64)
+    return pl.lit(1, dtype=pl.Int64)
+
+
 def by_rank(events: pl.DataFrame) -> pl.DataFrame:
     """One row per rank: node, local rank, first event time and category, counts per category."""
     import polars as pl
 
     if events.is_empty():
         return pl.DataFrame(
-            schema={"rank": pl.Int64, "node": pl.Utf8, "local_rank": pl.Int64, "events": pl.UInt32}
+            schema={"rank": pl.Int64, "node": pl.Utf8, "local_rank": pl.Int64, "events": pl.Int64}
         )
     ev = events.filter(pl.col("role") != "context").sort(["time", "file", "line"], nulls_last=True)
     first = ev.group_by("rank", maintain_order=True).agg(
@@ -116,8 +127,10 @@ def by_rank(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("category").first().alias("first_category"),
         pl.col("role").first().alias("first_role"),
         pl.col("pattern_id").first().alias("first_pattern"),
-        pl.len().alias("events"),
+        _lines(ev).sum().alias("events"),
         pl.col("text").last().alias("last_line"),
     )
-    counts = ev.pivot(on="category", index="rank", values="line", aggregate_function="len")
+    counts = ev.with_columns(_lines(ev).alias("_n")).pivot(
+        on="category", index="rank", values="_n", aggregate_function="sum"
+    )
     return first.join(counts, on="rank", how="left", nulls_equal=True).sort("rank", nulls_last=True)

@@ -428,10 +428,13 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
     for cat, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         ranks = {r["rank"] for r in rs if r.get("rank") is not None}
         times = [r["time"] for r in rs if r["time"] is not None]
-        pats = Counter(r["pattern_id"] for r in rs)
+        pats: Counter[str] = Counter()
+        for r in rs:
+            pats[r["pattern_id"]] += r.get("repeats") or 1
+        n = pats.total()  # matched lines: a kept event stands for its folded repeats too
         out[cat] = {
             "ranks": len(ranks),
-            "events": len(rs),
+            "events": n,
             "first_time": iso(min(times)) if times else None,
             "patterns": dict(pats.most_common(5)),
         }
@@ -447,7 +450,6 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
             if delta.total_seconds() > 1:
                 when = f" {_human(delta)} later"
         who = f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''}" if ranks else "the job"
-        n = len(rs)
         lines.append(
             f"{who} then hit “{what}”{when} ({n:,} line{'s' if n != 1 else ''}) — downstream"
         )

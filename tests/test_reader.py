@@ -311,3 +311,33 @@ def test_dataloader_original_traceback_is_the_root(tmp_path: Path) -> None:
     assert "__getitem__" in v.cause  # the worker's innermost frame, not torch's reraise
     roles = {r["pattern_id"]: r["role"] for r in a.rows}
     assert roles.get("python.dataloader.reraise") == "symptom"
+
+
+def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
+    tmp_path: Path,
+) -> None:
+    """A symptom repeated far beyond the kept events: the table keeps a bounded number of rows,
+    and ``repeats`` makes every count exact (events, by-rank, the downstream symptoms)."""
+    from analyzer.bound import KEEP
+
+    oom = (
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 3 has a total capacity of 79.10 GiB of which 1.05 GiB is free."
+    )
+    watchdog = (
+        "[rank5]:[E311 12:06:03.789658919 ProcessGroupNCCL.cpp:713] [Rank 5] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600011 milliseconds before timing out."
+    )
+    n = 20 * KEEP
+    a = analyze(_job(tmp_path, "\n".join([oom] + [watchdog.format(seq=18069)] * n) + "\n"),
+                workers=1)
+    rows = [r for r in a.rows if r["rank"] == 5]
+    assert len(rows) < n and sum(r["repeats"] for r in rows) == n
+    by = a.events.filter(a.events["rank"] == 5)
+    assert by["repeats"].sum() == n
+    from analyzer.events import by_rank
+
+    r5 = by_rank(a.events).filter(by_rank(a.events)["rank"] == 5)
+    assert r5["events"][0] == n
+    assert sum(s["events"] for s in a.diagnosis.symptoms.values()) == n
