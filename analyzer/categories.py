@@ -57,6 +57,7 @@ STRUCTURAL_NAMES: frozenset[str] = frozenset(
         "text",
         "message",
         "traceback",
+        "repeats",
     }
 )
 """Columns every event has, set by attribution: a pattern's capture may not use these names.
@@ -95,6 +96,8 @@ CAPTURE_ROLES: dict[str, str] = {
     "exit_code": "a process exit code (negative: killed by that signal)",
     "signal": "a signal name or number",
     "world_size": "the job's world size",
+    "joined": "workers that joined a barrier or rendezvous: more than the world size on the "
+    "same line means two jobs (or a stale file store) share one store, a rendezvous fault",
     "task": "srun task ids (one number, a list or a range)",
     "time": "a time printed inside the message",
 }

@@ -323,10 +323,32 @@ def _slurm_end_verdict(
     return v
 
 
+def _over_joined(r: dict[str, Any]) -> dict[str, Any] | None:
+    """A line saying more workers joined than the world holds (a capture with role ``joined``
+    above the one with role ``world_size``) is a rendezvous root whatever its own role: two
+    jobs, or a stale ``file://`` store, share one store. None for any other line."""
+    roles = r.get("_roles") or {}
+    joined, world = roles.get("joined", ""), roles.get("world_size", "")
+    if not (joined.isdecimal() and world.isdecimal() and int(joined) > int(world) > 0):
+        return None
+    return {
+        **r,
+        "role": "root",
+        "category": "rendezvous",
+        "title": "More workers joined than the world size",
+        "_cause": f"{joined} workers registered in a store meant for a world of {world}: "
+        "another job (or an earlier run's file:// store) shares this store, so the process "
+        "group can never form.",
+        "_fix": "Give each job its own MASTER_PORT (or a fresh init file for file://, deleted "
+        "before the run); make sure no earlier run of the job is still alive.",
+    }
+
+
 def decide(
     rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> tuple[Verdict, list[Verdict], str]:
     """The verdict, alternatives and status (``failed``/``ok``) for one attempt's rows."""
+    rows = [_over_joined(r) or r for r in rows]
     active = [r for r in rows if r["role"] != "context"]
     roots = [r for r in active if r["role"] == "root" and r["category"] not in SLURM_END_CATEGORIES]
     ends = [r for r in active if r["category"] in SLURM_END_CATEGORIES and r["role"] == "root"]

@@ -53,3 +53,20 @@ def test_a_uniform_error_keeps_its_rank_when_other_ranks_did_not_raise_it(
 ) -> None:
     v = _verdict(tmp_path, NO_NCCL.format(r=3), WATCHDOG.format(r=1), WATCHDOG.format(r=2))
     assert (v.category, v.rank) == ("config", 3)
+
+
+BARRIER = (
+    "Waiting in store based barrier to initialize process group for rank: 0, key: "
+    "store_based_barrier_key:1 (world_size=4, worker_count={n}, timeout=0:30:00)"
+)
+
+
+def test_more_workers_than_the_world_in_a_barrier_is_a_rendezvous_fault(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, BARRIER.format(n=8))
+    assert (v.category, v.rank) == ("rendezvous", None)
+    assert "8 workers" in v.cause and "MASTER_PORT" in v.fix
+
+
+def test_a_barrier_still_filling_is_only_context(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, BARRIER.format(n=2))
+    assert v.category == "none"
