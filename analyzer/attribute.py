@@ -15,7 +15,7 @@ from datetime import datetime
 import regex
 
 from analyzer.catalog import Catalog, Pattern
-from analyzer.scan import TRACEBACK_PATTERN, FileScan, RawEvent
+from analyzer.scan import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
 
@@ -360,6 +360,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             ranks = {ev.rank for ev in sc.events if ev.rank is not None}
             if len(ranks) == 1:
                 file_rank = ranks.pop()
+        owner: tuple[int, int] | None = None  # (local rank, line) of a traceback's owner
         for ev in sc.events:
             rank = ev.rank if ev.rank is not None else file_rank
             if rank is None:
@@ -367,6 +368,18 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             local_rank = ev.local_rank
             if local_rank is None:
                 local_rank = roles.int(ev, "local_rank")
+            # mp.spawn prints "-- Process N terminated with the following error:" and then
+            # process N's traceback: its events are process N's, up to another writer's line.
+            if "traceback-owner" in roles.tags(ev) and local_rank is not None:
+                owner = (local_rank, ev.line)
+            elif owner is not None:
+                if ev.rank is not None or ev.local_rank is not None or ev.task is not None:
+                    owner = None
+                elif rank is None and local_rank is None:
+                    if ev.line - owner[1] <= TRACEBACK_MAX_LINES:
+                        local_rank = owner[0]
+                    else:
+                        owner = None
             wpid = roles.int(ev, "pid")
             if rank is None and wpid is not None and wpid in pid_rank:
                 rank = pid_rank[wpid]  # e.g. "Sending process P closing signal SIGTERM"

@@ -72,6 +72,8 @@ TAGS: dict[str, str] = {
     "task-exit": "srun reports a task's exit (the task id is in the `task` capture)",
     "checkpoint-save-begin": "a checkpoint save started",
     "checkpoint-save-end": "a checkpoint save finished",
+    "traceback-owner": "names the process whose traceback follows (mp.spawn's `-- Process N "
+    "terminated with the following error:`): that traceback's events are its process's",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",
     "childfailed-rootcause": "the 'Root Cause (first observed failure)' line of that block",
     "childfailed-field": "a field line of one failure in that block",

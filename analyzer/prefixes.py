@@ -9,7 +9,7 @@ a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag su
 (``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger prefix
 (``W1202 15:34:58.764000 4242 path/api.py:897] ``).
 
-A markdown quote (``> ``) of a pasted log is dropped first.
+A markdown quote (``> ``) of a pasted log and pytest's ``E       `` are dropped first.
 
 Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
 ``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
@@ -44,6 +44,9 @@ _LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
 _QUOTE = regex.compile(r"(?:> )+(?=\S)")
 """A markdown block quote (``> ``) around a pasted log. Megatron itself prints ``> building
 ...`` lines, so the quote is dropped only in front of another prefix or a traceback line."""
+_PYTEST = regex.compile(r"E {7}(?= *\S)")
+"""pytest's failure report puts ``E       `` in front of every line of an exception (a
+paste from a failed test): dropped like a quote."""
 _QUOTED = regex.compile(r"Traceback |\s*File \"|[\w.]*(?:Error|Exception|Interrupt)\b")
 _DETERMINED = regex.compile(r"(?:\[[\w.:-]*\] )?\[rank=(\d{1,6})\] ")
 """Determined's trial log prefix ``[container] [rank=N] `` (N is the global rank)."""
@@ -96,6 +99,9 @@ def split_prefixes(line: str) -> Prefixed:
     quote = _QUOTE.match(line)
     if quote:
         pos = quote.end()
+    m = _PYTEST.match(line, pos)
+    if m:
+        pos = m.end()
     m = _SRUN.match(line, pos)
     if m:
         task = int(m[1])

@@ -100,6 +100,11 @@ def test_clean_line_strips_ansi_and_progress_frames() -> None:
         # Determined's trial prefix, inside a markdown quote of the paste
         ("> [] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB", 0, None,
          None, "RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB"),
+        # pytest's failure report around an mp.spawn error (ColossalAI's test suite)
+        ("E       -- Process 3 terminated with the following error:", None, None, None,
+         "-- Process 3 terminated with the following error:"),
+        ("E           dist._verify_model_across_ranks(self.process_group, parameters)", None,
+         None, None, "    dist._verify_model_across_ranks(self.process_group, parameters)"),
         # a quoted paste keeps nothing of the quote
         ("> > Traceback (most recent call last):", None, None, None,
          "Traceback (most recent call last):"),

@@ -70,3 +70,36 @@ def test_more_workers_than_the_world_in_a_barrier_is_a_rendezvous_fault(tmp_path
 def test_a_barrier_still_filling_is_only_context(tmp_path: Path) -> None:
     v = _verdict(tmp_path, BARRIER.format(n=2))
     assert v.category == "none"
+
+
+_SPAWN = """
+import torch.multiprocessing as mp
+
+
+def work(i):
+    if i == 1:
+        raise ValueError("shard 17 is corrupt")
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+"""
+
+
+def test_mp_spawn_traceback_belongs_to_the_process_it_names(tmp_path: Path) -> None:
+    """A real mp.spawn failure: "-- Process 1 terminated with the following error:" owns the
+    traceback after it, so the exception is process 1's (rank 1 on a single node)."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("torch")
+    script = tmp_path / "spawn.py"
+    script.write_text(_SPAWN)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=180)
+    assert "-- Process 1 terminated with the following error:" in out.stderr
+    v = _verdict(tmp_path, *out.stderr.splitlines())
+    assert (v.category, v.rank) == ("python_exception", 1)
+    assert "shard 17 is corrupt" in v.cause
