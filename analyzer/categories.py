@@ -72,6 +72,8 @@ TAGS: dict[str, str] = {
     "task-exit": "srun reports a task's exit (the task id is in the `task` capture)",
     "checkpoint-save-begin": "a checkpoint save started",
     "checkpoint-save-end": "a checkpoint save finished",
+    "rank-claim": "a process announces the global rank it takes: one rank claimed twice in one "
+    "file and attempt means two launchers assigned the same ranks (a rendezvous fault)",
     "traceback-owner": "names the process whose traceback follows (mp.spawn's `-- Process N "
     "terminated with the following error:`): that traceback's events are its process's",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",

@@ -344,11 +344,41 @@ def _over_joined(r: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The second claim of one global rank in one file and attempt (tag ``rank-claim``)
+    becomes a rendezvous root: two launchers handed out the same ranks (Lightning started by
+    srun without one task per GPU, two agents per node), so the world can never form."""
+    seen: dict[tuple[str, int | None, int], dict[str, Any]] = {}
+    out = []
+    for r in sorted(rows, key=lambda r: (r["file"], r["line"])):
+        rank = r.get("rank")
+        if rank is not None and _tagged(r, "rank-claim"):
+            key = (r["file"], r.get("attempt"), rank)
+            if key in seen:
+                first = seen[key]
+                r = {
+                    **r,
+                    "role": "root",
+                    "category": "rendezvous",
+                    "title": "The same global rank claimed twice",
+                    "_cause": f"Global rank {rank} was claimed twice ({r['file']} lines "
+                    f"{first['line']} and {r['line']}): two launchers assign the same ranks, so "
+                    "the process group can never form and the job hangs at start-up.",
+                    "_fix": "Start exactly one process per rank: with Lightning under SLURM set "
+                    "--ntasks-per-node to the GPUs per node (srun starts the processes, "
+                    "Lightning does not spawn); with torchrun, one srun task per node.",
+                }
+            else:
+                seen[key] = r
+        out.append(r)
+    return out
+
+
 def decide(
     rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> tuple[Verdict, list[Verdict], str]:
     """The verdict, alternatives and status (``failed``/``ok``) for one attempt's rows."""
-    rows = [_over_joined(r) or r for r in rows]
+    rows = _claimed_twice([_over_joined(r) or r for r in rows])
     active = [r for r in rows if r["role"] != "context"]
     roots = [r for r in active if r["role"] == "root" and r["category"] not in SLURM_END_CATEGORIES]
     ends = [r for r in active if r["category"] in SLURM_END_CATEGORIES and r["role"] == "root"]

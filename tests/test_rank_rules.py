@@ -103,3 +103,27 @@ def test_mp_spawn_traceback_belongs_to_the_process_it_names(tmp_path: Path) -> N
     v = _verdict(tmp_path, *out.stderr.splitlines())
     assert (v.category, v.rank) == ("python_exception", 1)
     assert "shard 17 is corrupt" in v.cause
+
+
+CLAIM = "initializing ddp: GLOBAL_RANK: {r}, MEMBER: {m}/8"
+
+
+def test_one_global_rank_claimed_twice_is_a_rendezvous_fault(tmp_path: Path) -> None:
+    lines = [CLAIM.format(r=r, m=r + 1) for r in range(4)] * 2  # two nodes claim ranks 0-3
+    v = _verdict(tmp_path, *lines)
+    assert v.category == "rendezvous" and "claimed twice" in v.cause
+
+
+def test_each_rank_claimed_once_is_only_context(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, *[CLAIM.format(r=r, m=r + 1) for r in range(8)])
+    assert v.category == "none"
+
+
+def test_a_claim_repeated_in_another_file_is_not_a_duplicate(tmp_path: Path) -> None:
+    """The same output saved twice (a tee'd copy) repeats every line in another file."""
+    job = tmp_path / "job"
+    job.mkdir()
+    text = "\n".join(CLAIM.format(r=r, m=r + 1) for r in range(8)) + "\n"
+    (job / "slurm-1.out").write_text(text)
+    (job / "train.log").write_text(text)
+    assert analyze(job, workers=1).diagnosis.verdict.category == "none"
