@@ -30,6 +30,9 @@ FAMILIES = (
     "network",
     "storage",
     "torchelastic",
+    "ray",
+    "mpi",
+    "training",
 )
 
 
