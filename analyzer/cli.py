@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from analyzer import __version__
+from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
 
 EXIT_DIAGNOSED = 0
@@ -52,6 +53,7 @@ app = typer.Typer(
 patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")
 app.add_typer(patterns_app, name="patterns")
 app.add_typer(triage_app, name="triage")
+register_lint(app, SUBCOMMANDS)
 
 
 class Format(StrEnum):
