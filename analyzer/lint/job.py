@@ -290,10 +290,34 @@ def _walk(commands: list[Command], env: Env, in_srun: bool, job: Job | None) -> 
         elif vals and vals[0].rsplit("/", 1)[-1] == "srun":
             job.sruns.append(_srun(step, env, job))
             continue
-        launcher = _find_launcher(fields, step)
-        if launcher is not None:
-            job.launchers.append(launcher)
+        inner = _shell_body(step, env, in_srun)
+        found = [_find_launcher(st.fields, st) for st in inner] if inner is not None else [
+            _find_launcher(fields, step)]
+        job.launchers += [lz for lz in found if lz is not None]
     return steps
+
+
+def _shell_body(step: Step, env: Env, in_srun: bool) -> list[Step] | None:
+    """The steps of a ``bash -c BODY [ARG0 ARGS...]`` in ``step``, or None."""
+    words = step.cmd.words
+    for k, w in enumerate(words[:-2]):
+        head = env.expand(w)
+        if not head or not _SHELLS.search(head[0].value):
+            continue
+        if not re.fullmatch(r"-\w*c\w*", words[k + 1].raw or ""):
+            continue
+        body = words[k + 2]
+        text = body.raw if body.single_quoted else "".join(f.value for f in env.expand(body))
+        inner_env = env.copy()
+        for name, f in step.prefix.items():
+            inner_env.vars[name] = Var(name, [f], f.line, exported=True)
+        positional = env.expand_all(words[k + 4 :]) if k + 3 < len(words) else []
+        inner_env.vars["@"] = Var("@", positional, body.line, array=True)
+        steps = _walk(tokenize(text, body.line), inner_env, in_srun, None)
+        for st in steps:
+            st.prefix = {**step.prefix, **st.prefix}
+        return steps
+    return None
 
 
 def _srun(step: Step, env: Env, job: Job) -> Srun:
@@ -331,26 +355,10 @@ def _srun(step: Step, env: Env, job: Job) -> Srun:
         i += 1
     program = fields[i:]
     s = Srun(step, opts, program)
-    # the words after srun as written, to read a `bash -c '...'` body with its own lines
-    words = step.cmd.words
-    for k, w in enumerate(words[:-1]):
-        if _SHELLS.search(env.expand(w)[0].value if env.expand(w) else "") and \
-                re.fullmatch(r"-\w*c\w*", words[k + 1].raw or "") and k + 2 < len(words):
-            body = words[k + 2]
-            text = body.raw if body.single_quoted else "".join(
-                f.value for f in env.expand(body))
-            inner_env = env.copy()
-            for name, f in step.prefix.items():
-                inner_env.vars[name] = Var(name, [f], f.line, exported=True)
-            positional = env.expand_all(words[k + 4 :]) if k + 3 < len(words) else []
-            inner_env.vars["@"] = Var("@", positional, body.line, array=True)
-            s.inner = _walk(tokenize(text, body.line), inner_env, True, None)
-            for st in s.inner:
-                st.prefix = {**step.prefix, **st.prefix}
-                lz = _find_launcher(st.fields, st)
-                if lz is not None:
-                    s.launchers.append(lz)
-            break
+    inner = _shell_body(step, env, True)
+    if inner is not None:
+        s.inner = inner
+        s.launchers = [lz for st in inner if (lz := _find_launcher(st.fields, st)) is not None]
     else:
         lz = _find_launcher(program, step)
         if lz is not None:

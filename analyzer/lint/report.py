@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from analyzer.lint.rules import Finding
 from analyzer.report.safe import clean
@@ -47,16 +47,19 @@ def render(
     for path, found in results:
         src = lines.get(path, [])
         for f in found:
-            style = _STYLE[f.severity]
-            con.print(
-                f"[bold]{escape(clean(path))}:{f.line}[/]: [{style}]{f.severity}[/] "
-                f"[dim]\\[{escape(f.rule)}][/] {escape(clean(f.message))}"
-            )
+            head = Text()
+            head.append(f"{clean(path)}:{f.line}", style="bold")
+            head.append(": ")
+            head.append(f.severity, style=_STYLE[f.severity])
+            head.append(f" [{f.rule}] ", style="dim")
+            head.append(clean(f.message))
+            con.print(head)
             if 1 <= f.line <= len(src):
-                con.print(f"  [dim]{f.line:>4} |[/] {escape(clean(src[f.line - 1]).rstrip())}")
-            con.print(f"  [green]fix:[/] {escape(clean(f.fix))}")
+                code = clean(src[f.line - 1]).rstrip()
+                con.print(Text.assemble((f"  {f.line:>4} | ", "dim"), code))
+            con.print(Text.assemble(("  fix: ", "green"), clean(f.fix)))
             if reasons:
-                con.print(f"  [dim]why: {escape(clean(f.reason))}[/]")
+                con.print(Text("  why: " + clean(f.reason), style="dim"))
             con.print()
-    con.print(escape(_summary(results)))
+    con.print(Text(_summary(results)))
     return buf.getvalue()

@@ -395,7 +395,9 @@ def check_allocation(job: Job, cfg: LintConfig) -> list[Finding]:
                      f"export {name}={gpn[0]}"))
     ws = env.get("WORLD_SIZE")
     n = _int(ws.value) if ws else None
-    if ws and nodes and gpn and n is not None and n != nodes[0] * gpn[0]:
+    if ws and nodes and gpn and n is not None and n != nodes[0] * gpn[0] and re.search(
+        r"WORLD_SIZE=['\"]?\d", job.script.line_text(ws.line)
+    ):
         add(ws.line, "error",
             f"WORLD_SIZE={n} but nodes × GPUs per node = {nodes[0]} × {gpn[0]} = "
             f"{nodes[0] * gpn[0]}",

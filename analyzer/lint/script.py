@@ -10,6 +10,7 @@ as a nested script with its own line numbers mapped back onto the file.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field, replace
 
@@ -281,7 +282,7 @@ class _Lexer:
                 flush("\n")
                 self._advance_to(self.i + 1)
                 continue
-            if c == "#" and not words or c == "#" and t[self.i - 1] in " \t":
+            if c == "#" and (not words or t[self.i - 1] in " \t"):
                 j = t.find("\n", self.i)
                 self._advance_to(n if j < 0 else j)
                 continue
@@ -351,6 +352,32 @@ _PARAM = re.compile(
 _ARITH = re.compile(r"^\$\(\((.*)\)\)$", re.S)
 
 
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+        ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
+        ast.Div: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+
+def _calc(expr: str) -> int | None:
+    """Integer value of a shell arithmetic body made of numbers and + - * / %, else None."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(node: ast.expr) -> int | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            a, b = ev(node.left), ev(node.right)
+            if a is None or b is None or (b == 0 and type(node.op) in (
+                    ast.FloorDiv, ast.Div, ast.Mod)):
+                return None
+            return _OPS[type(node.op)](a, b)
+        return None
+
+    return ev(tree)
+
+
 class Env:
     """The variables the script has set so far."""
 
@@ -389,12 +416,8 @@ class Env:
         if m is None:
             return Field(text, line, True)
         body = re.sub(r"\$?\{?([A-Za-z_]\w*)\}?", lambda k: self._num(k.group(1)), m.group(1))
-        if re.fullmatch(r"[\d\s+*/()-]+", body):
-            try:
-                return Field(str(int(eval(body, {"__builtins__": {}}, {}))), line)  # noqa: S307
-            except (SyntaxError, ZeroDivisionError, TypeError, ValueError):
-                pass
-        return Field(text, line, True)
+        value = _calc(body)
+        return Field(str(value), line) if value is not None else Field(text, line, True)
 
     def _num(self, name: str) -> str:
         var = self.vars.get(name)
@@ -431,6 +454,7 @@ class Env:
             m = _PARAM.match(text, i)
             if m is None:
                 cur += text[i]
+                cur_line = line
                 started = True
                 i += 1
                 continue
