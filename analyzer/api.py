@@ -32,6 +32,8 @@ class Analysis:
     facts: JobFacts
     catalog: Catalog
     notes: list[str] = field(default_factory=list)
+    script: Path | None = None
+    """The job's batch script (``--script``); else one found in the log directory."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -55,12 +57,26 @@ class Analysis:
         d.bytes_read = sum(s.bytes_read for s in self.read.scans)
         if d.status == "ok" and not self.read.readable:
             d.status = "unknown"
+        _add_advisories(self, d)
         return d
 
     @property
     def discovery(self) -> Discovery:
         """Files found and skipped."""
         return self.read.discovery
+
+
+def _add_advisories(a: Analysis, d: Diagnosis) -> None:
+    from analyzer.launch import launch_advisories
+
+    try:
+        adv, used = launch_advisories(a.rows, a.facts.values, d.verdict.category, a.paths,
+                                      a.script)
+    except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
+        d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
+        return
+    d.advisories = [x.as_dict() for x in adv]
+    d.batch_script = used
 
 
 def analyze(

@@ -196,6 +196,10 @@ def diagnose_cmd(
     verbose: VerboseOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print one line.")] = False,
     workers: WorkersOpt = None,
+    script: Annotated[
+        Path | None,
+        typer.Option("--script", help="The job's sbatch script (default: one in the log dir)."),
+    ] = None,
 ) -> None:
     """Diagnose a failed job: first failing rank, cause, fix (the default command).
 
@@ -214,6 +218,9 @@ def diagnose_cmd(
     show_progress = fmt != Format.json and sys.stderr.isatty()
     a = _load(paths, patterns, workers, show_progress)
     _check_readable(a, paths)
+    if script is not None and not script.is_file():
+        fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
+    a.script = script
     d = a.diagnosis
     if verbose and fmt == Format.terminal:
         for rel, why in a.discovery.skipped:

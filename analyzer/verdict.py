@@ -88,6 +88,9 @@ class Diagnosis:
     bytes_read: int = 0
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     """Per-rank first event (role, category, time, node) for the rank grid."""
+    advisories: list[dict[str, Any]] = field(default_factory=list)
+    """Launch-rule advisories (:mod:`analyzer.launch`), also for jobs that did not fail."""
+    batch_script: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -114,4 +117,6 @@ class Diagnosis:
             "problems": self.problems,
             "files_read": self.files,
             "bytes_read": self.bytes_read,
+            "advisories": self.advisories,
+            "batch_script": self.batch_script,
         }

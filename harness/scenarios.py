@@ -347,7 +347,8 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         "#!/bin/bash",
         f"#SBATCH --job-name={sc.name}",
         "#SBATCH --nodes=1",
-        "#SBATCH --ntasks=2",
+        # the stand-in breaks two launch rules on purpose (docs/lint.md)
+        "#SBATCH --ntasks=2  # mcore-diagnose: disable=tasks-per-node",
         "#SBATCH --cpus-per-task=1",
         f"#SBATCH --time={sc.time_limit}",
     ]
@@ -369,7 +370,7 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     lines += [
         "export MASTER_ADDR=127.0.0.1",
         f"export MASTER_PORT={ctx.master_port}",
-        f"export NNODES={NNODES}",
+        f"export NNODES={NNODES}  # mcore-diagnose: disable=allocation",
         f"export GPUS_PER_NODE={NPROC_PER_NODE}",
         f"export PYTHON={shlex.quote(str(ctx.python))}",
         "",

@@ -303,7 +303,7 @@ def test_exported_where_nothing_needs_it() -> None:
 def test_worktree_on_node_local_disk() -> None:
     text = edit("WORKTREE=/shared/$USER/Megatron-LM", "WORKTREE=/tmp/$USER/Megatron-LM")
     found = only(lint(text), "node-local-path")
-    assert [(f.severity, f.line) for f in found][0] == ("error", 15)
+    assert next((f.severity, f.line) for f in found) == ("error", 15)
     # the checkpoints and logs under the worktree are node-local too
     assert {f.line for f in found} >= {15, line_of(text, "--save")}
 

@@ -68,6 +68,30 @@ class TimelineRow:
 
 
 @dataclass
+class AdvisoryView:
+    """One launch advisory, cleaned for display."""
+
+    rule: str
+    severity: str
+    message: str
+    fix: str
+    evidence: list[str]
+    explains_verdict: bool
+
+    @property
+    def line(self) -> str:
+        """``[rule] message`` with a marker when it explains the verdict."""
+        tag = " (explains the verdict)" if self.explains_verdict else ""
+        return f"[{self.rule}]{tag} {self.message}"
+
+
+def _advisory(x: dict[str, Any]) -> AdvisoryView:
+    return AdvisoryView(clean(x.get("rule")), clean(x.get("severity")), clean(x.get("message")),
+                        clean(x.get("fix")), [clean(v) for v in x.get("evidence", [])][:4],
+                        bool(x.get("explains_verdict")))
+
+
+@dataclass
 class ReportModel:
     """The report's content; all strings are plain text, safe to escape and print."""
 
@@ -96,6 +120,8 @@ class ReportModel:
     timeline: list[TimelineRow]
     logs: str
     """The paths the report is about, as given on the command line."""
+    advisories: list[AdvisoryView] = field(default_factory=list)
+    """Launch-rule advisories (:mod:`analyzer.launch`)."""
 
     @property
     def headline(self) -> str:
@@ -264,4 +290,5 @@ def build_model(a: Analysis) -> ReportModel:
         problems=[clean(p) for p in d.problems],
         timeline=_timeline(grid),
         logs=", ".join(clean(p) for p in a.paths),
+        advisories=[_advisory(x) for x in d.advisories],
     )
