@@ -44,6 +44,8 @@ class Scenario:
     cancel_after: str | None = None  # regex: scancel the job once its logs match it
     max_seconds: float = 120  # how long the harness waits for the job to end
     light: bool = False  # mostly idle: may run next to the other scenarios
+    srun_chdir: str | None = None  # srun --chdir=DIR (a worktree this node does not have)
+    standalone: bool = False  # torchrun --standalone on every node (independent worlds)
 
     @property
     def layout(self) -> str:
@@ -310,6 +312,45 @@ SCENARIOS: tuple[Scenario, ...] = (
         max_seconds=180,
     ),
     Scenario(
+        name="worktree-not-shared",
+        description="srun --chdir names a worktree the compute node does not have (the launch "
+        "guide's shared-storage rule broken): slurmstepd falls back to /tmp, the agents start, "
+        "and every worker fails with `can't open file '/tmp/harness/train.py'`",
+        category="storage",
+        rank=-1,
+        node="",
+        cause="the job's working directory does not exist on the node (worktree not on shared "
+        "storage): slurmstepd ran the tasks from /tmp and python could not open the script",
+        must_contain=(
+            r"couldn't chdir to `/shared/jobs/worktree-not-shared/Megatron-LM': No such file "
+            r"or directory: going to /tmp instead",
+            r"can't open file '/tmp/harness/train\.py': \[Errno 2\] No such file or directory",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        srun_chdir="$JOB_DIR/Megatron-LM",
+    ),
+    Scenario(
+        name="standalone-independent-worlds",
+        description="torchrun --standalone on every node (the launch guide's one-worker-group "
+        "rule broken): each node trains its own 2-rank world, both print rank-0 start-up "
+        "lines, and the job completes with exit 0",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure, but two independent worlds: each node trained its own model",
+        must_contain=(
+            r"using world size: 2, data-parallel size: 2",
+            r"iteration\s+10/\s+10 \| consumed samples:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=True,
+        standalone=True,
+        train_args=("--train-iters", "10"),
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -400,6 +441,8 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         f"--master-addr $MASTER_ADDR --master-port {port}",
         f"--rdzv-conf timeout={sc.rdzv_timeout} --max-restarts {sc.max_restarts}",
     ]
+    if sc.standalone:
+        torchrun[1:3] = ["--standalone --nproc-per-node $GPUS_PER_NODE"]
     if sc.log_dir:
         torchrun.append("--rdzv-id $SLURM_JOB_ID --log-dir $JOB_DIR/torchrun-logs --redirects 3")
     if sc.tee:
@@ -409,6 +452,8 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     srun = ["srun"]
     if sc.label:
         srun.append("--label")
+    if sc.srun_chdir:
+        srun.append(f"--chdir={sc.srun_chdir}")
     if sc.output == "per-task":
         srun.append("--output=$JOB_DIR/task-%t.out")
     elif sc.output == "per-task-split":
