@@ -69,9 +69,11 @@ class Analysis:
 def _add_advisories(a: Analysis, d: Diagnosis) -> None:
     from analyzer.launch import launch_advisories
 
+    geo = a.attributed.geometry
     try:
         adv, used = launch_advisories(a.rows, a.facts.values, d.verdict.category, a.paths,
-                                      a.script)
+                                      a.script, verdict_pattern=d.verdict.pattern_id,
+                                      geometry=(geo.nnodes, geo.nproc_per_node))
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
         d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
         return

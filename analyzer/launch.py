@@ -49,6 +49,7 @@ class Advisory:
     evidence: list[str] = field(default_factory=list)
     severity: str = "warning"
     explains_verdict: bool = False
+    patterns: tuple[str, ...] = ()  # the catalog patterns whose events are the evidence
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -124,19 +125,21 @@ def _from_events(
         f = _finding(findings, "node-local-path", "worktree") or _finding(
             findings, "node-local-path")
         paths = sorted({str(r.get("path")) for r in chdir if r.get("path")})
-        where = ", ".join(_nodes(chdir or cant))
+        where = "node(s) " + ", ".join(_nodes(chdir or cant))
         msg = (f"the job's directory {', '.join(paths)} is missing on {where}: slurmstepd ran the "
                "tasks from /tmp" if chdir else
                f"the training script is missing on {where}")
         if cant:
             msg += f", and python could not open {cant[0].get('path')}"
         msg += "; the worktree is not on storage every node sees"
-        ev = [_where(r) for r in (chdir[:2] + cant[:2])]
+        ev = [_where(r) for r in (chdir[:1] + cant[:1])]
         if f is not None:
             ev.insert(0, _script_evidence(f))
         out.append(Advisory("node-local-path", msg, f.fix if f else
                             "cd into a Megatron-LM worktree on shared storage (NFS, Lustre) "
-                            "in the sbatch script", ev, "error"))
+                            "in the sbatch script", ev, "error", patterns=(
+                                "launch.slurmstepd.chdir_failed",
+                                "launch.python.cant_open_file")))
 
     ep = by.get("launch.rendezvous.endpoint_hostname", [])
     if ep:
@@ -149,7 +152,8 @@ def _from_events(
         ev = ([_script_evidence(f)] if f else []) + [_where(r) for r in ep[:2]]
         out.append(Advisory("master-addr", msg, f.fix if f else
                             'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
-                            "| head -n1)", ev, "error"))
+                            "| head -n1)", ev, "error",
+                            patterns=("launch.rendezvous.endpoint_hostname",)))
 
     uv = by.get("launch.uv.creating_venv", []) + by.get("launch.uv.installed_packages", [])
     if uv:
@@ -208,14 +212,28 @@ def _from_events(
             f.fix if f else '--nnodes "$NNODES" --node-rank "$SLURM_NODEID" --master-addr '
             '"$MASTER_ADDR" (no --standalone)',
             ([_script_evidence(f)] if f else []) + [_where(r) for r in starts[:n]],
-            "error",
         ))
     return out
 
 
-def _world_size(facts: dict[str, Any], findings_job: Any) -> Advisory | None:
+def _world_size(facts: dict[str, Any], findings_job: Any,
+                geometry: tuple[int | None, int | None]) -> Advisory | None:
     ws = facts.get("world_size")
-    if not isinstance(ws, int) or findings_job is None:
+    if not isinstance(ws, int):
+        return None
+    n_log, per_log = geometry
+    if n_log and per_log and ws != n_log * per_log:
+        return Advisory(
+            "allocation",
+            f"Megatron ran with world size {ws}, but the logs show {n_log} node(s) × {per_log} "
+            f"workers = {n_log * per_log}: the workers did not form one world of the whole "
+            "allocation",
+            "one worker group: --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" with "
+            "NNODES=$SLURM_NNODES",
+            [f"world size {ws} (Megatron); {n_log} × {per_log} from the launcher and srun "
+             "labels"],
+        )
+    if findings_job is None:
         return None
     nodes = findings_job.nodes
     gpn = findings_job.gpus_per_node()
@@ -238,6 +256,8 @@ def launch_advisories(
     paths: Sequence[Path],
     script: Path | None = None,
     cfg: LintConfig | None = None,
+    verdict_pattern: str | None = None,
+    geometry: tuple[int | None, int | None] = (None, None),
 ) -> tuple[list[Advisory], str | None]:
     """Advisories for one job, and the script they used (None when there was none)."""
     from analyzer.lint.job import read_job
@@ -254,8 +274,11 @@ def launch_advisories(
     ev = _evidence_of(text.replace("\r\n", "\n").split("\n") if text is not None else [])
     job = read_job(parse_script(text, str(path))) if text is not None else None
     out = _from_events(rows, findings, ev)
-    ws = _world_size(facts, job)
-    if ws is not None:
+    ws = _world_size(facts, job, geometry)
+    group = next((a for a in out if a.rule == "worker-group"), None)
+    if ws is not None and group is not None:
+        group.evidence += ws.evidence
+    elif ws is not None:
         out.append(ws)
     covered = {a.rule for a in out}
     for f in findings:
@@ -266,6 +289,7 @@ def launch_advisories(
                             f.fix, [ev(f)], f.severity))
     tied = VERDICT_RULES.get(verdict_category, frozenset())
     for a in out:
-        a.explains_verdict = a.rule in tied
+        a.explains_verdict = a.rule in tied or (verdict_pattern is not None and
+                                                verdict_pattern in a.patterns)
     out.sort(key=lambda a: (not a.explains_verdict, a.severity != "error"))
     return out, (str(path) if text is not None else None)

@@ -324,7 +324,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         must_contain=(
             r"couldn't chdir to `/shared/jobs/worktree-not-shared/Megatron-LM': No such file "
             r"or directory: going to /tmp instead",
-            r"can't open file '/tmp/harness/train\.py': \[Errno 2\] No such file or directory",
+            r"can't open file '/tmp/harness/train.py': .Errno 2. No such file or directory",
         ),
         expected_state="FAILED",
         output="combined",
