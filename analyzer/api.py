@@ -71,7 +71,7 @@ def _add_advisories(a: Analysis, d: Diagnosis) -> None:
 
     geo = a.attributed.geometry
     try:
-        adv, used = launch_advisories(a.rows, a.facts.values, d.verdict.category, a.paths,
+        adv, used = launch_advisories(a.rows, d.verdict.category, a.paths,
                                       a.script, verdict_pattern=d.verdict.pattern_id,
                                       geometry=(geo.nnodes, geo.nproc_per_node))
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis

@@ -216,10 +216,19 @@ def _from_events(
     return out
 
 
-def _world_size(facts: dict[str, Any], findings_job: Any,
+def _megatron_world_size(rows: list[dict[str, Any]]) -> int | None:
+    """The world size Megatron printed (``using world size: N``), if it did."""
+    for r in rows:
+        if r.get("pattern_id") == "megatron.ctx.world_size" and str(
+            r.get("world_size") or ""
+        ).isdigit():
+            return int(r["world_size"])
+    return None
+
+
+def _world_size(ws: int | None, findings_job: Any,
                 geometry: tuple[int | None, int | None]) -> Advisory | None:
-    ws = facts.get("world_size")
-    if not isinstance(ws, int):
+    if ws is None:
         return None
     n_log, per_log = geometry
     if n_log and per_log and ws != n_log * per_log:
@@ -235,6 +244,16 @@ def _world_size(facts: dict[str, Any], findings_job: Any,
         )
     if findings_job is None:
         return None
+    started = _workers_started(findings_job)
+    if started is not None and ws != started[0]:
+        return Advisory(
+            "worker-group",
+            f"Megatron ran with world size {ws}, but the script starts {started[0]} workers "
+            f"({started[1]}): the launchers did not form one worker group",
+            '--nnodes "$NNODES" (= the number of srun tasks) --node-rank "$SLURM_NODEID" on '
+            "every node, one srun task per node",
+            [f"world size {ws} (Megatron); {started[1]} in the script"],
+        )
     nodes = findings_job.nodes
     gpn = findings_job.gpus_per_node()
     if nodes and gpn and ws != nodes[0] * gpn[0]:
@@ -249,9 +268,30 @@ def _world_size(facts: dict[str, Any], findings_job: Any,
     return None
 
 
+def _workers_started(job: Any) -> tuple[int, str] | None:
+    """(workers, how) the script starts: srun tasks × the launcher's --nproc-per-node."""
+    srun = job.main_srun
+    if srun is None or not srun.launchers:
+        return None
+    npn = srun.launchers[0].opts.get("nproc-per-node")
+    per = int(npn.value) if npn is not None and npn.value.isdigit() else None
+    nt = job.option(srun, "ntasks")
+    tpn = job.option(srun, "ntasks-per-node")
+    nodes = job.nodes
+    tasks = None
+    if nt and nt[0].isdigit():
+        tasks = int(nt[0])
+    elif nodes and tpn and tpn[0].isdigit():
+        tasks = nodes[0] * int(tpn[0])
+    elif nodes:
+        tasks = nodes[0]
+    if per is None or tasks is None:
+        return None
+    return tasks * per, f"{tasks} srun task(s) × --nproc-per-node {per}"
+
+
 def launch_advisories(
     rows: list[dict[str, Any]],
-    facts: dict[str, Any],
     verdict_category: str,
     paths: Sequence[Path],
     script: Path | None = None,
@@ -274,7 +314,7 @@ def launch_advisories(
     ev = _evidence_of(text.replace("\r\n", "\n").split("\n") if text is not None else [])
     job = read_job(parse_script(text, str(path))) if text is not None else None
     out = _from_events(rows, findings, ev)
-    ws = _world_size(facts, job, geometry)
+    ws = _world_size(_megatron_world_size(rows), job, geometry)
     group = next((a for a in out if a.rule == "worker-group"), None)
     if ws is not None and group is not None:
         group.evidence += ws.evidence
@@ -288,8 +328,11 @@ def launch_advisories(
         out.append(Advisory(f.rule, f"the batch script breaks a launch rule: {f.message}",
                             f.fix, [ev(f)], f.severity))
     tied = VERDICT_RULES.get(verdict_category, frozenset())
+    verdict_rows = [r for r in rows if verdict_pattern and r.get("pattern_id") == verdict_pattern]
     for a in out:
         a.explains_verdict = a.rule in tied or (verdict_pattern is not None and
                                                 verdict_pattern in a.patterns)
+        if a.explains_verdict and not a.patterns and verdict_rows:
+            a.evidence.append(_where(verdict_rows[0]))
     out.sort(key=lambda a: (not a.explains_verdict, a.severity != "error"))
     return out, (str(path) if text is not None else None)

@@ -46,6 +46,7 @@ class Scenario:
     light: bool = False  # mostly idle: may run next to the other scenarios
     srun_chdir: str | None = None  # srun --chdir=DIR (a worktree this node does not have)
     standalone: bool = False  # torchrun --standalone on every node (independent worlds)
+    nnodes_arg: str = "$NNODES"  # what torchrun's --nnodes gets ("1": single-node jobs)
 
     @property
     def layout(self) -> str:
@@ -351,6 +352,23 @@ SCENARIOS: tuple[Scenario, ...] = (
         train_args=("--train-iters", "10"),
     ),
     Scenario(
+        name="nnodes-one-per-node",
+        description="torchrun --nnodes 1 with --node-rank $SLURM_PROCID on every node (the launch "
+        "guide's one-worker-group rule broken): node 0 trains alone, node 1 waits in the "
+        "static rendezvous for ranks that never come",
+        category="rendezvous",
+        rank=-1,
+        node="1",
+        cause="--nnodes 1 on a multi-node job: node 1 (node rank 1) is outside a one-node world",
+        must_contain=(r"iteration\s+10/\s+10 \| consumed samples:",),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        nnodes_arg="1",
+        train_args=("--train-iters", "10"),
+        max_seconds=150,
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -437,7 +455,7 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         port = "$((MASTER_PORT + SLURM_PROCID))"
     torchrun = [
         f"exec {launcher} -m torch.distributed.run",
-        "--nnodes $NNODES --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID",
+        f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID",
         f"--master-addr $MASTER_ADDR --master-port {port}",
         f"--rdzv-conf timeout={sc.rdzv_timeout} --max-restarts {sc.max_restarts}",
     ]

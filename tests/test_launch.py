@@ -6,7 +6,8 @@ CPython ``%S: can't open file %R: [Errno %d] %s`` (Modules/main.c), torch's
 ``parse_rendezvous_endpoint`` ValueError (torch/distributed/elastic/rendezvous/utils.py), uv's
 ``Creating virtual environment at:`` / ``Installed N packages in``, Megatron's
 ``could not find the metadata file`` (megatron/training/checkpointing.py). The real recorded runs
-are ``sample_logs/real/worktree-not-shared`` and ``standalone-independent-worlds``.
+are ``sample_logs/real/worktree-not-shared``, ``standalone-independent-worlds`` and
+``nnodes-one-per-node``.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def test_script_option_and_json(tmp_path: Path) -> None:
     assert "Launch advisories" in r.stdout and "[tasks-per-node]" in r.stdout
 
 
-@pytest.mark.parametrize("name", ["worktree-not-shared", "standalone-independent-worlds"])
+@pytest.mark.parametrize("name", ["worktree-not-shared", "standalone-independent-worlds",
+                                  "nnodes-one-per-node"])
 def test_real_recorded_launch_mistakes(name: str) -> None:
     d = ROOT / "sample_logs" / "real" / name
     if not d.is_dir():
@@ -152,9 +154,43 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
     if name == "worktree-not-shared":
         assert a.diagnosis.verdict.category == "storage"
         assert rules[0] == "node-local-path" and a.diagnosis.advisories[0]["explains_verdict"]
-    else:
+    elif name == "standalone-independent-worlds":
         assert a.diagnosis.status == "ok"
-        assert "worker-group" in rules
-        adv = next(x for x in a.diagnosis.advisories if x["rule"] == "worker-group")
-        assert "2 rank-0 outputs" in str(adv["message"]) or "--standalone" in str(
-            adv["message"])
+        [adv] = a.diagnosis.advisories
+        assert adv["rule"] == "worker-group" and "2 rank-0 outputs" in str(adv["message"])
+    else:
+        # node 0 trained a world of 2 alone; node 1 waited in the rendezvous until node 0's
+        # store went away: the verdict is the lost store, the advisory names the broken rule
+        assert a.diagnosis.verdict.category == "rendezvous"
+        [adv] = a.diagnosis.advisories
+        assert adv["rule"] == "worker-group" and adv["explains_verdict"] is True
+        assert "world size 2, but the script starts 4 workers" in str(adv["message"])
+
+
+def test_megatron_max_connections_warning_on_a_job_that_ran(tmp_path: Path) -> None:
+    log = (
+        "Using tensor model parallelism or context parallelism with Megatron-FSDP together. Try "
+        "not to using them together since they require different CUDA_MAX_CONNECTIONS settings "
+        "for best performance. sequence parallelism requires setting the environment variable "
+        "CUDA_DEVICE_MAX_CONNECTIONS to 1 while Megatron-FSDP requires not setting "
+        "CUDA_DEVICE_MAX_CONNECTIONS=1 for better parallelization.\n"
+        " [2026-12-02 17:10:00] iteration       10/      10 | consumed samples:         2560 |\n"
+    )
+    a = analyze(job(tmp_path, log, None))
+    assert a.diagnosis.status == "ok"
+    [adv] = a.diagnosis.advisories
+    assert adv["rule"] == "max-connections" and "conflicting" in str(adv["message"])
+
+
+def test_store_port_in_use_with_several_tasks_per_node(tmp_path: Path) -> None:
+    log = (
+        "1: torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+        "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, "
+        "message: address already in use\n"
+    )
+    script = SKELETON.replace("--ntasks-per-node=1", "--ntasks-per-node=8")
+    a = analyze(job(tmp_path, log, script))
+    assert a.diagnosis.verdict.category == "rendezvous"
+    [adv] = a.diagnosis.advisories
+    assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
+    assert any("EADDRINUSE" in str(e) for e in adv["evidence"])  # type: ignore[union-attr]
