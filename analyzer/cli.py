@@ -216,12 +216,26 @@ def diagnose_cmd(
     if fmt is None:
         fmt = _SUFFIX_FORMAT.get(output.suffix.lower(), Format.text) if output else Format.terminal
     show_progress = fmt != Format.json and sys.stderr.isatty()
-    a = _load(paths, patterns, workers, show_progress)
-    _check_readable(a, paths)
+    from analyzer.slurmjob import SlurmJobError, is_job_id, lookup
+
+    jobs = []
+    try:
+        jobs = [lookup(p) for p in paths if is_job_id(p)]
+    except SlurmJobError as exc:
+        fail(str(exc))
+    logs = [str(f) for j in jobs for f in j.logs] + [p for p in paths if not is_job_id(p)]
+    a = _load(logs, patterns, workers, show_progress)
+    _check_readable(a, logs)
     if script is not None and not script.is_file():
         fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
-    a.script = script
+    a.script = script or next((j.script for j in jobs if j.script), None)
     d = a.diagnosis
+    for j in jobs:
+        d.facts.update(j.facts)
+        d.problems += j.notes
+        if d.batch_script and j.script and d.batch_script == str(j.script):
+            d.batch_script = f"scontrol write batch_script {j.job_id}"
+        j.cleanup()
     if verbose and fmt == Format.terminal:
         for rel, why in a.discovery.skipped:
             typer.echo(f"skipped {rel}: {why}", err=True)

@@ -218,7 +218,14 @@ def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
         last = f"{last} of {f['train_iters']}"
     size = d.bytes_read
     read = f"{d.files} file{'s' if d.files != 1 else ''}, {_bytes(size)}"
+    slurm = None
+    if f.get("slurm_job_id"):
+        slurm = " ".join(str(x) for x in (
+            f["slurm_job_id"], f.get("slurm_state"),
+            f"exit {f['slurm_exit_code']}" if f.get("slurm_exit_code") else None,
+            f"on {f['slurm_nodelist']}" if f.get("slurm_nodelist") else None) if x)
     rows: list[tuple[str, Any]] = [
+        ("SLURM job", slurm),
         ("world size", ws),
         ("ranks seen", None if ws or not grid.cells else len(grid.cells)),
         ("nodes", nodes),
