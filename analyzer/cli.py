@@ -39,6 +39,8 @@ app = typer.Typer(
         "Post-mortem analyzer for failed distributed training jobs (Megatron-LM, PyTorch, "
         "SLURM): names the first failing rank, the cause and a fix.\n\n"
         "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n\n"
+        "  mcore-diagnose 1234                      # a SLURM job id (scontrol)\n\n"
+        "  mcore-diagnose lint train.sbatch         # check a script first\n\n"
         "  mcore-diagnose events logs/job-1234/ --by-rank\n\n"
         "  mcore-diagnose patterns test\n\n"
         "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n\n"
