@@ -73,7 +73,8 @@ def _add_advisories(a: Analysis, d: Diagnosis) -> None:
     try:
         adv, used = launch_advisories(a.rows, d.verdict.category, a.paths,
                                       a.script, verdict_pattern=d.verdict.pattern_id,
-                                      geometry=(geo.nnodes, geo.nproc_per_node))
+                                      geometry=(geo.nnodes, geo.nproc_per_node),
+                                      gpu_name=a.facts.get("gpu_name"))
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
         d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
         return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -298,6 +298,7 @@ def launch_advisories(
     cfg: LintConfig | None = None,
     verdict_pattern: str | None = None,
     geometry: tuple[int | None, int | None] = (None, None),
+    gpu_name: str | None = None,
 ) -> tuple[list[Advisory], str | None]:
     """Advisories for one job, and the script they used (None when there was none)."""
     from analyzer.lint.job import read_job
@@ -308,6 +309,8 @@ def launch_advisories(
             cfg = load_config()
         except ConfigError:
             cfg = LintConfig()
+    if gpu_name:
+        cfg = replace(cfg, gpu_hint=gpu_name)
     path = script or find_script(paths)
     text = read_script(path) if path is not None else None
     findings = lint_text(text, str(path), cfg) if text is not None else []

@@ -194,3 +194,20 @@ def test_store_port_in_use_with_several_tasks_per_node(tmp_path: Path) -> None:
     [adv] = a.diagnosis.advisories
     assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
     assert any("EADDRINUSE" in str(e) for e in adv["evidence"])  # type: ignore[union-attr]
+
+
+def test_gpu_model_from_the_logs_decides_max_connections(tmp_path: Path) -> None:
+    log = (
+        "0: GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-f75045e8-4d87-49d1-2eb9-39ec2baddf9b)\n"
+        "0: [rank0]: AssertionError: Using tensor model parallelism or context parallelism "
+        "require setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS to 1\n"
+    )
+    cc_block = SKELETON[SKELETON.index("CC=$(nvidia-smi"):SKELETON.index("MEGATRON_ARGS=(")]
+    script = SKELETON.replace(cc_block, "").replace("--gpus-per-node=h100:8",
+                                                    "--gpus-per-node=8")
+    a = analyze(job(tmp_path, log, script))
+    assert a.diagnosis.verdict.category == "cuda_device_max_connections"
+    [adv] = a.diagnosis.advisories
+    assert adv["rule"] == "max-connections" and adv["severity"] == "error"
+    assert "the job's logs show NVIDIA H100 80GB HBM3" in str(adv["message"])
+    assert adv["explains_verdict"] is True

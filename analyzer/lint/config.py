@@ -39,6 +39,8 @@ class LintConfig:
     node_local: tuple[str, ...] = NODE_LOCAL
     shared: tuple[str, ...] = ()
     source: str | None = None
+    gpu_hint: str | None = None
+    """A GPU model known from elsewhere (the job's logs), used when the script names none."""
 
 
 def default_config_path() -> Path:

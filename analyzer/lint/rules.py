@@ -425,6 +425,8 @@ def gpu_generation(job: Job, cfg: LintConfig) -> tuple[str | None, str]:
             if p in cfg.partitions:
                 cands.append((cfg.partitions[p],
                               f"partition {p} = {cfg.partitions[p]} in {cfg.source or 'config'}"))
+    if cfg.gpu_hint:
+        cands.append((cfg.gpu_hint, f"the job's logs show {cfg.gpu_hint}"))
     for name, why in cands:
         if _BLACKWELL.search(name):
             return "blackwell", why
