@@ -475,3 +475,21 @@ def test_script_text_is_not_markup(tmp_path: Path) -> None:
     p.write_text(edit(MASTER, "export MASTER_ADDR=$SLURM_JOB_NODELIST  # [bold red]x[/]"))
     r = run(str(p))
     assert "# [bold red]x[/]" in r.stdout
+
+
+def test_a_long_script_lints_in_linear_time() -> None:
+    import time
+
+    body = "".join(f"export V{i}=value{i}\necho $V{i}\n" for i in range(10000))
+    start = time.monotonic()
+    assert lint(edit("set -euo pipefail\n", "set -euo pipefail\n" + body)) == []
+    assert time.monotonic() - start < 15
+
+
+def test_random_text_never_raises() -> None:
+    import random
+
+    rnd = random.Random(7)
+    chars = list("ab $(){}[]'\"\\\n#=;&|`-1") + ["srun ", "torchrun ", "uv run ", "--nnodes "]
+    for _ in range(500):
+        lint("".join(rnd.choice(chars) for _ in range(rnd.randint(0, 300))))

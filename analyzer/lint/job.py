@@ -31,6 +31,7 @@ _UV_VALUE_OPTS = {
     "config-file", "no-group", "with-editable",
 }
 _SHELLS = re.compile(r"(^|/)(bash|sh|zsh|dash)$")
+_MAY_LAUNCH = re.compile(r"torch|python|srun|\buv\b|\bbash\b|\bsh\b")
 _GPU_GRES = re.compile(r"^gpu(?::([A-Za-z][\w.-]*))?(?::(\d+))?")
 
 
@@ -255,10 +256,10 @@ def _walk(commands: list[Command], env: Env, in_srun: bool, job: Job | None) -> 
         if k == len(words):
             for w in words:
                 env.assign(w, exported=False, conditional=cond)
-            steps.append(Step(cmd, [], env.copy(), {}, in_srun))
+            steps.append(Step(cmd, [], env, {}, in_srun))
             continue
         prefix: dict[str, Field] = {}
-        scratch = env.copy()
+        scratch = env.copy() if k else env
         for w in words[:k]:
             v = scratch.assign(w, exported=True, conditional=cond)
             if v is not None and v.fields:
@@ -275,10 +276,12 @@ def _walk(commands: list[Command], env: Env, in_srun: bool, job: Job | None) -> 
                     var = env.get(w.raw)
                     if var is not None:
                         var.exported = True
-            steps.append(Step(cmd, [], env.copy(), prefix, in_srun))
+            steps.append(Step(cmd, [], env, prefix, in_srun))
             continue
         fields = env.expand_all(rest)
-        step = Step(cmd, fields, env.copy(), prefix, in_srun)
+        # a snapshot of the variables only where a launcher can be (the copy costs O(vars))
+        snap = env.copy() if _MAY_LAUNCH.search(" ".join(f.value for f in fields)) else env
+        step = Step(cmd, fields, snap, prefix, in_srun)
         steps.append(step)
         if job is None:
             continue
