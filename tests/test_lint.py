@@ -490,6 +490,6 @@ def test_random_text_never_raises() -> None:
     import random
 
     rnd = random.Random(7)
-    chars = list("ab $(){}[]'\"\\\n#=;&|`-1") + ["srun ", "torchrun ", "uv run ", "--nnodes "]
+    chars = [*list("ab $(){}[]'\"\\\n#=;&|`-1"), "srun ", "torchrun ", "uv run ", "--nnodes "]
     for _ in range(500):
         lint("".join(rnd.choice(chars) for _ in range(rnd.randint(0, 300))))
