@@ -174,7 +174,7 @@ MASTER = 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | h
     [
         ("$SLURM_JOB_NODELIST", "error", "raw node list"),
         ("${SLURM_NODELIST}", "error", "raw node list"),
-        ("$(hostname)", "error", "names itself"),
+        ("$(hostname)", "warning", "batch host"),
         ("127.0.0.1", "error", "loopback"),
         ("gpu-node-017", "warning", "fixed host"),
     ],
@@ -185,6 +185,13 @@ def test_master_addr_not_from_scontrol(value: str, severity: str, words: str) ->
     assert (f.rule, f.severity, f.line) == ("master-addr", severity, 18)
     assert words in f.message
     assert f.fix == MASTER
+
+
+def test_master_addr_from_hostname_inside_the_task_is_an_error() -> None:
+    text = edit('--master-addr "$MASTER_ADDR"', "--master-addr $(hostname)")
+    [f] = lint(text)
+    assert (f.rule, f.severity, f.line) == ("master-addr", "error", RANK_LINE + 1)
+    assert "inside the srun task" in f.message
 
 
 def test_master_addr_kept_with_other_scontrol_spellings_and_on_one_node() -> None:

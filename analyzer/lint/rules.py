@@ -272,6 +272,14 @@ def check_worker_group(job: Job, cfg: LintConfig) -> list[Finding]:
 # --- master-addr --------------------------------------------------------------------------------
 
 
+def _per_task(job: Job, lz: Launcher, line: int) -> bool:
+    """True when ``line`` lies in the body srun runs on every node (evaluated per task)."""
+    for s in job.sruns:
+        if lz in s.launchers and s.step.cmd.line < line <= s.step.cmd.end_line:
+            return True
+    return False
+
+
 def check_master_addr(job: Job, cfg: LintConfig) -> list[Finding]:
     """MASTER_ADDR not taken from ``scontrol show hostnames`` (raw nodelist, hostname, unset)."""
     out: list[Finding] = []
@@ -305,12 +313,21 @@ def check_master_addr(job: Job, cfg: LintConfig) -> list[Finding]:
         elif not _multi_node(job):
             continue
         elif re.search(r"\$\(\s*hostname|`\s*hostname|\$\{?HOSTNAME\b", v):
-            out.append(_f(
-                job, "master-addr", "error", line,
-                "MASTER_ADDR from hostname: each node names itself the master, so the nodes "
-                "never meet in one world",
-                fix,
-            ))
+            if _per_task(job, lz, line):
+                out.append(_f(
+                    job, "master-addr", "error", line,
+                    "MASTER_ADDR from hostname inside the srun task: each node names itself "
+                    "the master, so the nodes never meet in one world",
+                    fix,
+                ))
+            else:
+                out.append(_f(
+                    job, "master-addr", "warning", line,
+                    "MASTER_ADDR from hostname on the batch host: right only while the batch "
+                    "host is the allocation's first node and its hostname is the name the "
+                    "other nodes reach it by",
+                    fix,
+                ))
         elif v in ("127.0.0.1", "localhost", "::1"):
             out.append(_f(
                 job, "master-addr", "error", line,
