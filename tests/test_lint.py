@@ -500,3 +500,10 @@ def test_random_text_never_raises() -> None:
     chars = [*list("ab $(){}[]'\"\\\n#=;&|`-1"), "srun ", "torchrun ", "uv run ", "--nnodes "]
     for _ in range(500):
         lint("".join(rnd.choice(chars) for _ in range(rnd.randint(0, 300))))
+
+
+def test_cli_warns_when_the_file_is_not_a_script(tmp_path: Path) -> None:
+    p = tmp_path / "notes.txt"
+    p.write_bytes(b"\x00\x01binary\xff")
+    r = run(str(p))
+    assert r.returncode == 0 and "is it an sbatch script?" in r.stderr

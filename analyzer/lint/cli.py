@@ -30,7 +30,8 @@ def _fail(message: str, code: int) -> None:
 
 def lint_cmd(
     scripts: Annotated[
-        list[Path], typer.Argument(help="sbatch scripts to check.", show_default=False)
+        list[Path],
+        typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT..."),
     ],
     fmt: Annotated[
         LintFormat, typer.Option("--format", "-f", help="Output format.")
@@ -77,6 +78,9 @@ def lint_cmd(
             _fail(f"cannot read {path}: {exc.strerror or exc}; give the path of an sbatch "
                   "script", EXIT_UNREADABLE)
             return
+        if "#SBATCH" not in text and "srun" not in text:
+            typer.echo(f"mcore-diagnose lint: warning: {path} has no #SBATCH line and no srun: "
+                       "is it an sbatch script?", err=True)
         results.append((str(path), lint_text(text, str(path), cfg)))
         lines[str(path)] = text.replace("\r\n", "\n").split("\n")
     if fmt == LintFormat.json:
