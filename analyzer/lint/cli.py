@@ -31,7 +31,7 @@ def _fail(message: str, code: int) -> None:
 def lint_cmd(
     scripts: Annotated[
         list[Path],
-        typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT..."),
+        typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT"),
     ],
     fmt: Annotated[
         LintFormat, typer.Option("--format", "-f", help="Output format.")
