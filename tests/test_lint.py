@@ -507,3 +507,21 @@ def test_cli_warns_when_the_file_is_not_a_script(tmp_path: Path) -> None:
     p.write_bytes(b"\x00\x01binary\xff")
     r = run(str(p))
     assert r.returncode == 0 and "is it an sbatch script?" in r.stderr
+
+
+def test_double_quoted_srun_body_with_escaped_dollars() -> None:
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=b200:8\n"
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1\ncd /lustre/me/Megatron-LM\n"
+        'srun bash -c "python -m torch.distributed.run --nnodes 2 --nproc-per-node 8 '
+        "--node-rank \\$SLURM_NODEID --master-addr \\$(scontrol show hostnames "
+        '\\$SLURM_JOB_NODELIST | head -n1) pretrain_gpt.py --tensor-model-parallel-size 2"\n'
+    )
+    [lz] = read_job(parse_script(text)).launchers
+    assert lz.opts["node-rank"].value == "$SLURM_NODEID"
+    assert lz.opts["master-addr"].value.startswith("$(scontrol show hostnames")
+    assert lz.args["tensor-model-parallel-size"].value == "2"
+    found = {f.rule: f for f in lint(text)}
+    assert set(found) == {"launcher", "max-connections"}
+    assert found["max-connections"].severity == "note"  # Blackwell: not needed
+    assert found["launcher"].fix.startswith('srun bash -c "uv run python -m torch.distributed.run')

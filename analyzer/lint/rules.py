@@ -176,18 +176,18 @@ def check_launcher(job: Job, cfg: LintConfig) -> list[Finding]:
         if lz.kind == "launch":
             msg = ("python -m torch.distributed.launch is the deprecated launcher"
                    + ("" if lz.uv else ", and it runs outside uv"))
-            pat = r"\S*python[\w.]*\S*(\s+-\S+)*\s+-m\s+torch\.distributed\.launch"
+            pat = r"[^\s'\"]*python[\w.]*[^\s'\"]*(\s+-\S+)*\s+-m\s+torch\.distributed\.launch"
         elif lz.uv:
             continue
         elif lz.kind == "torchrun":
             msg = "bare torchrun: it can start an interpreter that does not see the venv"
-            pat = r"\S*torchrun"
+            pat = r"[^\s'\"]*torchrun"
         elif lz.python is not None and _VENV_PY.search(lz.python.value):
             continue
         else:
             py = lz.python.value if lz.python else "python"
             msg = f"{py} -m torch.distributed.run outside uv: the interpreter may not be the venv's"
-            pat = r"\S*python[\w.]*\S*(\s+-\S+)*\s+-m\s+torch\.distributed\.run"
+            pat = r"[^\s'\"]*python[\w.]*[^\s'\"]*(\s+-\S+)*\s+-m\s+torch\.distributed\.run"
         text = job.script.line_text(line)
         new = re.sub(pat, LAUNCH_FIX, text, count=1, flags=re.I)
         out.append(_f(job, "launcher", "warning", line, msg,

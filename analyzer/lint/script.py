@@ -434,6 +434,14 @@ class Env:
         started = False
         i = 0
         while i < len(text):
+            if quoted and text[i] == "\\" and i + 1 < len(text) and text[i + 1] in "$`\"\\\n":
+                # inside double quotes a backslash quotes $ ` " \ and joins lines
+                if text[i + 1] != "\n":
+                    cur += text[i + 1]
+                    cur_line = line
+                    started = True
+                i += 2
+                continue
             if text.startswith("$((", i):
                 j = _skip_balanced(text, i + 3, "(", ")")
                 if j < len(text) and text[j] == ")":
