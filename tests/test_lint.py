@@ -525,3 +525,12 @@ def test_double_quoted_srun_body_with_escaped_dollars() -> None:
     assert set(found) == {"launcher", "max-connections"}
     assert found["max-connections"].severity == "note"  # Blackwell: not needed
     assert found["launcher"].fix.startswith('srun bash -c "uv run python -m torch.distributed.run')
+
+
+def test_srun_running_the_training_script_without_a_launcher() -> None:
+    text = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
+            "srun python pretrain_gpt.py --tensor-model-parallel-size 1\n")
+    [f] = lint(text)
+    assert (f.rule, f.severity, f.line) == ("launcher", "warning", 4)
+    assert "no torch.distributed.run" in f.message
+    assert lint("#!/bin/bash\n#SBATCH --nodes=2\nsrun hostname\n") == []

@@ -168,9 +168,36 @@ def check_tasks_per_node(job: Job, cfg: LintConfig) -> list[Finding]:
 _VENV_PY = re.compile(r"(^|/)\.?venv/bin/python|\$VIRTUAL_ENV/|\$\{VIRTUAL_ENV\}/")
 
 
+def _direct_python(job: Job) -> Field | None:
+    """The interpreter of an srun that runs a training script with no launcher at all."""
+    for s in job.sruns:
+        if s.launchers:
+            continue
+        for st in [s.step, *s.inner]:
+            fields = s.program if st is s.step else st.fields
+            for k, f in enumerate(fields[:-1]):
+                if _PYTHON_WORD.search(f.value) and fields[k + 1].value.endswith(".py"):
+                    return f
+    return None
+
+
+_PYTHON_WORD = re.compile(r"(^|/)python[0-9.]*$")
+
+
 def check_launcher(job: Job, cfg: LintConfig) -> list[Finding]:
     """A worker launcher other than ``uv run python -m torch.distributed.run``."""
     out: list[Finding] = []
+    direct = None if job.launchers else _direct_python(job)
+    if direct is not None:
+        out.append(_f(
+            job, "launcher", "warning", direct.at or direct.line,
+            "srun starts the training script directly, one task per GPU, with no "
+            "torch.distributed.run: RANK, WORLD_SIZE and MASTER_ADDR are whatever the script "
+            "sets by hand",
+            "srun --ntasks-per-node=1 bash -c '" + LAUNCH_FIX + " --nnodes \"$NNODES\" "
+            '--nproc-per-node "$GPUS_PER_NODE" --node-rank "$SLURM_NODEID" ... '
+            "pretrain_gpt.py ...'",
+        ))
     for lz in job.launchers:
         line = lz.first.at
         if lz.kind == "launch":
