@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -86,7 +87,8 @@ def lint_cmd(
     if fmt == LintFormat.json:
         sys.stdout.write(to_json(results))
     else:
-        color = fmt == LintFormat.terminal and sys.stdout.isatty()
+        color = (fmt == LintFormat.terminal and sys.stdout.isatty()
+                 and not os.environ.get("NO_COLOR"))
         sys.stdout.write(render(results, lines, color=color, reasons=not no_reasons))
     bad = any(f.severity in ("error", "warning") for _, found in results for f in found)
     raise typer.Exit(EXIT_FINDINGS if bad else EXIT_CLEAN)
