@@ -74,7 +74,8 @@ def _add_advisories(a: Analysis, d: Diagnosis) -> None:
         adv, used = launch_advisories(a.rows, d.verdict.category, a.paths,
                                       a.script, verdict_pattern=d.verdict.pattern_id,
                                       geometry=(geo.nnodes, geo.nproc_per_node),
-                                      gpu_name=a.facts.get("gpu_name"))
+                                      gpu_name=a.facts.get("gpu_name"),
+                                      task_hosts=geo.task_hosts)
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
         d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
         return

@@ -268,6 +268,14 @@ def _world_size(ws: int | None, findings_job: Any,
     return None
 
 
+def _shared_hosts(task_hosts: dict[int, str]) -> dict[str, list[int]]:
+    """Hosts that ran more than one srun task."""
+    by: dict[str, list[int]] = defaultdict(list)
+    for task, host in sorted(task_hosts.items()):
+        by[host].append(task)
+    return {h: t for h, t in by.items() if len(t) > 1}
+
+
 def _workers_started(job: Any) -> tuple[int, str] | None:
     """(workers, how) the script starts: srun tasks × the launcher's --nproc-per-node."""
     srun = job.main_srun
@@ -299,6 +307,7 @@ def launch_advisories(
     verdict_pattern: str | None = None,
     geometry: tuple[int | None, int | None] = (None, None),
     gpu_name: str | None = None,
+    task_hosts: dict[int, str] | None = None,
 ) -> tuple[list[Advisory], str | None]:
     """Advisories for one job, and the script they used (None when there was none)."""
     from analyzer.lint.job import read_job
@@ -317,6 +326,22 @@ def launch_advisories(
     ev = _evidence_of(text.replace("\r\n", "\n").split("\n") if text is not None else [])
     job = read_job(parse_script(text, str(path))) if text is not None else None
     out = _from_events(rows, findings, ev)
+    shared = _shared_hosts(task_hosts or {})
+    inuse = [r for r in rows if str(r.get("pattern_id") or "").endswith(
+        ("eaddrinuse", "eaddrinuse_libuv", "eaddrinuse_python"))]
+    tpn = _finding(findings, "tasks-per-node")
+    if shared and inuse and (text is None or tpn is not None):
+        host, tasks = next(iter(shared.items()))
+        out.append(Advisory(
+            "tasks-per-node",
+            f"srun tasks {', '.join(map(str, tasks))} ran on the same host {host}: several "
+            "launchers per node, and the second one's store port was already in use "
+            "(EADDRINUSE)",
+            tpn.fix if tpn else "#SBATCH --ntasks-per-node=1",
+            ([ev(tpn)] if tpn else []) + [_where(r) for r in inuse[:1]],
+            "error",
+            patterns=tuple(sorted({str(r.get("pattern_id")) for r in inuse})),
+        ))
     ws = _world_size(_megatron_world_size(rows), job, geometry)
     group = next((a for a in out if a.rule == "worker-group"), None)
     if ws is not None and group is not None:

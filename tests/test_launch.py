@@ -211,3 +211,23 @@ def test_gpu_model_from_the_logs_decides_max_connections(tmp_path: Path) -> None
     assert adv["rule"] == "max-connections" and adv["severity"] == "error"
     assert "the job's logs show NVIDIA H100 80GB HBM3" in str(adv["message"])
     assert adv["explains_verdict"] is True
+
+
+def test_two_launchers_on_one_host_without_a_script(tmp_path: Path) -> None:
+    log = (
+        "1: torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+        "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, "
+        "message: address already in use\n"
+        "srun: error: gpu-node-003: task 1: Exited with exit code 1\n"
+        "srun: error: gpu-node-003: task 0: Exited with exit code 1\n"
+    )
+    a = analyze(job(tmp_path, log, None))
+    [adv] = a.diagnosis.advisories
+    assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
+    assert "srun tasks 0, 1 ran on the same host gpu-node-003" in str(adv["message"])
+    # a stand-in script that disables the rule (the harness samples) keeps it quiet
+    other = tmp_path / "b"
+    other.mkdir()
+    script = SKELETON.replace("--ntasks-per-node=1",
+                              "--ntasks-per-node=2  # mcore-diagnose: disable=tasks-per-node")
+    assert analyze(job(other, log, script)).diagnosis.advisories == []
