@@ -47,6 +47,7 @@ class Scenario:
     srun_chdir: str | None = None  # srun --chdir=DIR (a worktree this node does not have)
     standalone: bool = False  # torchrun --standalone on every node (independent worlds)
     nnodes_arg: str = "$NNODES"  # what torchrun's --nnodes gets ("1": single-node jobs)
+    master_addr: str = "127.0.0.1"  # what the script exports as MASTER_ADDR
 
     @property
     def layout(self) -> str:
@@ -369,6 +370,25 @@ SCENARIOS: tuple[Scenario, ...] = (
         max_seconds=150,
     ),
     Scenario(
+        name="master-addr-nodelist",
+        description="MASTER_ADDR is the raw SLURM node list (node[001-002], what "
+        "$SLURM_JOB_NODELIST holds on a 2-node allocation) instead of its first host: "
+        "torch.distributed.run rejects the rendezvous endpoint on every node",
+        category="rendezvous",
+        rank=-1,
+        node="",
+        cause="MASTER_ADDR=node[001-002] is a node list, not a host name: every agent raised "
+        "the rendezvous-endpoint ValueError",
+        must_contain=(
+            r"ValueError: The hostname of the rendezvous endpoint 'node\[001-002\]:\d+' must be "
+            r"a dot-separated list of labels, an IPv4 address, or an IPv6 address\.",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        master_addr="node[001-002]",
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -427,7 +447,9 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     for k, v in sc.env.items():
         lines.append(f"export {k}={shlex.quote(v)}")
     lines += [
-        "export MASTER_ADDR=127.0.0.1",
+        *(["# on a 2-node allocation $SLURM_JOB_NODELIST is a node-list expression like this"]
+          if "[" in sc.master_addr else []),
+        f"export MASTER_ADDR={shlex.quote(sc.master_addr)}",
         f"export MASTER_PORT={ctx.master_port}",
         f"export NNODES={NNODES}  # mcore-diagnose: disable=allocation",
         f"export GPUS_PER_NODE={NPROC_PER_NODE}",

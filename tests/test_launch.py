@@ -6,8 +6,8 @@ CPython ``%S: can't open file %R: [Errno %d] %s`` (Modules/main.c), torch's
 ``parse_rendezvous_endpoint`` ValueError (torch/distributed/elastic/rendezvous/utils.py), uv's
 ``Creating virtual environment at:`` / ``Installed N packages in``, Megatron's
 ``could not find the metadata file`` (megatron/training/checkpointing.py). The real recorded runs
-are ``sample_logs/real/worktree-not-shared``, ``standalone-independent-worlds`` and
-``nnodes-one-per-node``.
+are ``sample_logs/real/worktree-not-shared``, ``standalone-independent-worlds``,
+``nnodes-one-per-node`` and ``master-addr-nodelist``.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_script_option_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["worktree-not-shared", "standalone-independent-worlds",
-                                  "nnodes-one-per-node"])
+                                  "nnodes-one-per-node", "master-addr-nodelist"])
 def test_real_recorded_launch_mistakes(name: str) -> None:
     d = ROOT / "sample_logs" / "real" / name
     if not d.is_dir():
@@ -158,6 +158,13 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
         assert a.diagnosis.status == "ok"
         [adv] = a.diagnosis.advisories
         assert adv["rule"] == "worker-group" and "2 rank-0 outputs" in str(adv["message"])
+    elif name == "master-addr-nodelist":
+        assert a.diagnosis.verdict.category == "rendezvous"
+        assert "scontrol show hostnames" in a.diagnosis.verdict.fix
+        [adv] = a.diagnosis.advisories
+        assert adv["rule"] == "master-addr" and adv["explains_verdict"] is True
+        assert "raw SLURM node list (on 2 node(s))" in str(adv["message"])
+        assert str(adv["evidence"][0]).endswith("export MASTER_ADDR='node[001-002]'")
     else:
         # node 0 trained a world of 2 alone; node 1 waited in the rendezvous until node 0's
         # store went away: the verdict is the lost store, the advisory names the broken rule

@@ -174,6 +174,8 @@ MASTER = 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | h
     [
         ("$SLURM_JOB_NODELIST", "error", "raw node list"),
         ("${SLURM_NODELIST}", "error", "raw node list"),
+        ("'node[001-002]'", "error", "raw node list"),
+        ("gpu-a,gpu-b", "error", "raw node list"),
         ("$(hostname)", "warning", "batch host"),
         ("127.0.0.1", "error", "loopback"),
         ("gpu-node-017", "warning", "fixed host"),

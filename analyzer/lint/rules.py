@@ -330,7 +330,9 @@ def check_master_addr(job: Job, cfg: LintConfig) -> list[Finding]:
                if "MASTER_ADDR=" in job.script.line_text(line) else MASTER_FIX)
         if "scontrol show hostname" in v:
             continue
-        if re.search(r"\$\{?SLURM_(JOB_)?NODELIST", v):
+        if re.search(r"\$\{?SLURM_(JOB_)?NODELIST", v) or re.fullmatch(
+            r"[\w.-]*\[[\d,-]+\][\w.-]*(:\d+)?|[\w.-]+(,[\w.-]+)+", v
+        ):
             out.append(_f(
                 job, "master-addr", "error", line,
                 "MASTER_ADDR is the raw node list (e.g. node[001-002]), not a host name: the "
