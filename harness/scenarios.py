@@ -48,6 +48,7 @@ class Scenario:
     standalone: bool = False  # torchrun --standalone on every node (independent worlds)
     nnodes_arg: str = "$NNODES"  # what torchrun's --nnodes gets ("1": single-node jobs)
     master_addr: str = "127.0.0.1"  # what the script exports as MASTER_ADDR
+    node_rank: str = "$SLURM_PROCID"  # torchrun's --node-rank ($SLURM_NODEID: 0 on both tasks)
 
     @property
     def layout(self) -> str:
@@ -389,6 +390,25 @@ SCENARIOS: tuple[Scenario, ...] = (
         master_addr="node[001-002]",
     ),
     Scenario(
+        name="two-agents-per-node",
+        description="two srun tasks on one node, each a torch.distributed.run agent with "
+        "--node-rank $SLURM_NODEID (the launch guide's one-task-per-node rule broken): both "
+        "agents claim node rank 0, the second cannot bind the store port (EADDRINUSE), the "
+        "first waits for a node rank 1 that never comes",
+        category="rendezvous",
+        rank=-1,
+        node="",
+        cause="two launchers on one node with the same node rank: the store port was already "
+        "in use",
+        must_contain=(r"EADDRINUSE",),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        node_rank="$SLURM_NODEID",
+        env={"LOGLEVEL": "INFO"},
+        max_seconds=150,
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -427,7 +447,8 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         f"#SBATCH --job-name={sc.name}",
         "#SBATCH --nodes=1",
         # the stand-in breaks two launch rules on purpose (docs/lint.md)
-        "#SBATCH --ntasks=2  # mcore-diagnose: disable=tasks-per-node",
+        "#SBATCH --ntasks=2"
+        + ("  # mcore-diagnose: disable=tasks-per-node" if sc.node_rank == "$SLURM_PROCID" else ""),
         "#SBATCH --cpus-per-task=1",
         f"#SBATCH --time={sc.time_limit}",
     ]
@@ -477,7 +498,7 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         port = "$((MASTER_PORT + SLURM_PROCID))"
     torchrun = [
         f"exec {launcher} -m torch.distributed.run",
-        f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID",
+        f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE --node-rank {sc.node_rank}",
         f"--master-addr $MASTER_ADDR --master-port {port}",
         f"--rdzv-conf timeout={sc.rdzv_timeout} --max-restarts {sc.max_restarts}",
     ]

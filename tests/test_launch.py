@@ -7,7 +7,7 @@ CPython ``%S: can't open file %R: [Errno %d] %s`` (Modules/main.c), torch's
 ``Creating virtual environment at:`` / ``Installed N packages in``, Megatron's
 ``could not find the metadata file`` (megatron/training/checkpointing.py). The real recorded runs
 are ``sample_logs/real/worktree-not-shared``, ``standalone-independent-worlds``,
-``nnodes-one-per-node`` and ``master-addr-nodelist``.
+``nnodes-one-per-node``, ``master-addr-nodelist`` and ``two-agents-per-node``.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ def test_script_option_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["worktree-not-shared", "standalone-independent-worlds",
-                                  "nnodes-one-per-node", "master-addr-nodelist"])
+                                  "nnodes-one-per-node", "master-addr-nodelist",
+                                  "two-agents-per-node"])
 def test_real_recorded_launch_mistakes(name: str) -> None:
     d = ROOT / "sample_logs" / "real" / name
     if not d.is_dir():
@@ -158,6 +159,12 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
         assert a.diagnosis.status == "ok"
         [adv] = a.diagnosis.advisories
         assert adv["rule"] == "worker-group" and "2 rank-0 outputs" in str(adv["message"])
+    elif name == "two-agents-per-node":
+        assert a.diagnosis.verdict.category == "rendezvous"
+        [adv] = a.diagnosis.advisories
+        assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
+        assert "srun tasks 0, 1 ran on the same host node001" in str(adv["message"])
+        assert str(adv["evidence"][0]).endswith("train.sbatch:4: #SBATCH --ntasks=2")
     elif name == "master-addr-nodelist":
         assert a.diagnosis.verdict.category == "rendezvous"
         assert "scontrol show hostnames" in a.diagnosis.verdict.fix

@@ -81,7 +81,7 @@ def test_sbatch_script_is_well_formed(sc: Scenario, tmp_path: Path) -> None:
         assert "--standalone --nproc-per-node $GPUS_PER_NODE" in script
     else:
         assert (f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE "
-                "--node-rank $SLURM_PROCID") in script
+                f"--node-rank {sc.node_rank}") in script
 
 
 def test_neutralise_paths_and_host(tmp_path: Path) -> None:
