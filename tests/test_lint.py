@@ -536,3 +536,12 @@ def test_srun_running_the_training_script_without_a_launcher() -> None:
     assert (f.rule, f.severity, f.line) == ("launcher", "warning", 4)
     assert "no torch.distributed.run" in f.message
     assert lint("#!/bin/bash\n#SBATCH --nodes=2\nsrun hostname\n") == []
+
+
+def test_uv_run_options_before_the_interpreter() -> None:
+    text = edit(LAUNCH, 'uv run --no-sync --project "$WORKTREE" python -m torch.distributed.run')
+    assert lint(text) == []
+    [lz] = read_job(parse_script(text)).launchers
+    assert lz.uv and lz.uv_opts == ["--no-sync", "--project", "/shared/$USER/Megatron-LM"]
+    not_uv = edit(LAUNCH, "uv pip list; python -m torch.distributed.run")
+    assert [f.rule for f in lint(not_uv)] == ["launcher"]

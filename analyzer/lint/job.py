@@ -173,6 +173,25 @@ def _is_assignment(w: Word) -> bool:
     ) is not None
 
 
+def _uv_run_before(vals: list[str], k: int) -> int | None:
+    """Index of ``uv`` when ``vals[k]`` is preceded by ``uv run [uv options]``, else None."""
+    for j in range(k - 1, 0, -1):
+        if vals[j] == "run" and vals[j - 1].rsplit("/", 1)[-1] == "uv":
+            between = vals[j + 1 : k]
+            i = 0
+            while i < len(between):
+                tok = between[i]
+                if not tok.startswith("-"):
+                    return None
+                name = tok.lstrip("-").split("=", 1)[0]
+                i += 2 if name in _UV_VALUE_OPTS and "=" not in tok else 1
+            return j - 1
+        if not vals[j].startswith("-") and not (j > 0 and vals[j - 1].lstrip("-") in
+                                                 _UV_VALUE_OPTS):
+            return None
+    return None
+
+
 def _find_launcher(fields: list[Field], step: Step) -> Launcher | None:
     vals = [f.value for f in fields]
     for k, v in enumerate(vals):
@@ -196,22 +215,9 @@ def _find_launcher(fields: list[Field], step: Step) -> Launcher | None:
         if kind is None:
             continue
         uv, uv_opts = False, []
-        # walk back over `uv run [options]`
-        j = k - 1
-        back: list[str] = []
-        while j >= 0 and vals[j].startswith("-"):
-            back.insert(0, vals[j])
-            j -= 1
-        if j >= 0 and vals[j] not in ("run",) and j - 1 >= 0 and vals[j - 1].startswith("-"):
-            # an option value such as `--project DIR`
-            j2 = j - 1
-            while j2 >= 0 and vals[j2].startswith("-"):
-                back.insert(0, vals[j2])
-                j2 -= 1
-            if j2 >= 0 and vals[j2] == "run":
-                j = j2
-        if j >= 1 and vals[j] == "run" and vals[j - 1].rsplit("/", 1)[-1] == "uv":
-            uv, uv_opts, start = True, back, j - 1
+        found = _uv_run_before(vals, k)
+        if found is not None:
+            uv, uv_opts, start = True, vals[found + 2 : k], found
         opts: dict[str, Field] = {}
         i = opts_at
         while i < len(vals) and vals[i].startswith("-"):
