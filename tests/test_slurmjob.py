@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,18 +41,31 @@ def fake_slurm(tmp_path: Path) -> dict[str, str]:
     job = tmp_path / "job"
     job.mkdir()
     (job / "slurm-77.out").write_text(
-        (ROOT / "sample_logs/real/worktree-not-shared/slurm-1.out").read_text())
-    (job / "train.sbatch").write_text((ROOT / "recipes/train-megatron.sbatch").read_text()
-                                      .replace("--ntasks-per-node=1", "--ntasks-per-node=8"))
-    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_DIR": str(job),
-            "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+        (ROOT / "sample_logs/real/worktree-not-shared/slurm-1.out").read_text()
+    )
+    (job / "train.sbatch").write_text(
+        (ROOT / "recipes/train-megatron.sbatch")
+        .read_text()
+        .replace("--ntasks-per-node=1", "--ntasks-per-node=8")
+    )
+    return {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "FAKE_DIR": str(job),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+    }
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     e = {**os.environ, **env}
     e.pop("SLURM_CONF", None)
-    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True,
-                          text=True, env=e, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer", *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_job_id_finds_logs_script_and_facts(fake_slurm: dict[str, str]) -> None:
@@ -89,3 +103,24 @@ def test_an_existing_path_that_looks_like_a_job_id_is_a_path(tmp_path: Path) -> 
         assert not is_job_id("logs/4322")
     finally:
         os.chdir(old)
+
+
+def test_job_ids_join_the_multi_job_run(fake_slurm: dict[str, str], tmp_path: Path) -> None:
+    """A job id is a job of its own, like a directory: one JSON line each, in the order given;
+    a job id SLURM does not know costs only its own line (exit 3 wins)."""
+    sample = ROOT / "sample_logs/real/exception-cascade"
+    r = run(fake_slurm, str(sample), "77", "78", "-f", "json")
+    assert r.returncode == 3, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["job"] for x in lines] == [str(sample), "77", "78"]
+    assert lines[0]["verdict"]["category"] == "python_exception"
+    assert lines[0]["batch_script"] == str(sample / "train.sbatch")
+    assert "slurm_job_id" not in lines[0]["facts"]
+    assert lines[1]["facts"]["slurm_job_id"] == "77"
+    assert lines[1]["batch_script"] == "scontrol write batch_script 77"
+    assert lines[2]["status"] == "unknown" and "job 78 is unknown to SLURM" in lines[2]["error"]
+    assert "job 78 is unknown to SLURM" in r.stderr
+    # the temporary copy of the batch script is gone once the run ends
+    assert not list(Path(tempfile.gettempdir()).glob("mcore-diagnose-script-*/slurm-77.sh"))
+    r = run(fake_slurm, "77", "-q")
+    assert r.returncode == 0 and r.stdout.startswith("storage"), r.stdout
