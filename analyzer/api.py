@@ -49,6 +49,8 @@ class Analysis:
     """What the PyTorch Flight Recorder dumps show (None without dumps)."""
     baseline: frozenset[str] | None = None
     """Templates of a good run's unknown-error lines (``--baseline``), see analyzer.unknown."""
+    script: Path | None = None
+    """The job's batch script (``--script``); else one found in the log directory."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -66,7 +68,7 @@ class Analysis:
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
         fr = self.flightrec
-        return diagnose_rows(
+        d = diagnose_rows(
             [dict(r) for r in self.rows],
             self.facts,
             self.attributed.geometry,
@@ -85,6 +87,8 @@ class Analysis:
             ),
             self.baseline,
         )
+        _add_advisories(self, d)
+        return d
 
     @property
     def discovery(self) -> Discovery:
@@ -127,6 +131,28 @@ class Analysis:
             'style="width:100%;height:720px;border:1px solid #ccc" '
             'title="mcore-diagnose report"></iframe>'
         )
+
+
+def _add_advisories(a: Analysis, d: Diagnosis) -> None:
+    from analyzer.launch import launch_advisories
+
+    geo = a.attributed.geometry
+    try:
+        adv, used = launch_advisories(
+            a.rows,
+            d.verdict.category,
+            a.paths,
+            a.script,
+            verdict_pattern=d.verdict.pattern_id,
+            geometry=(geo.nnodes, geo.nproc_per_node),
+            gpu_name=a.facts.get("gpu_name"),
+            task_hosts=geo.task_hosts,
+        )
+    except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
+        d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
+        return
+    d.advisories = [x.as_dict() for x in adv]
+    d.batch_script = used
 
 
 def analyze(
@@ -177,9 +203,7 @@ def analyze(
     if not missing_ok:
         for p in plist:
             if not os.path.lexists(p):
-                raise FileNotFoundError(
-                    errno.ENOENT, "no such job directory or log file", str(p)
-                )
+                raise FileNotFoundError(errno.ENOENT, "no such job directory or log file", str(p))
     cat = catalog or load_catalog(list(patterns))
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)

@@ -14,6 +14,7 @@ import typer
 
 from analyzer import __version__
 from analyzer.color import ColorChoice
+from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
 from analyzer.verdict import (
     EXIT_DIAGNOSED,
@@ -65,6 +66,8 @@ app = typer.Typer(
         "Post-mortem analyzer for failed distributed training jobs (Megatron-LM, PyTorch, "
         "SLURM): names the first failing rank, the cause and a fix.\n\n"
         "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n\n"
+        "  mcore-diagnose 1234                      # a SLURM job id (scontrol)\n\n"
+        "  mcore-diagnose lint train.sbatch         # check a script first\n\n"
         "  mcore-diagnose events logs/job-1234/ --by-rank\n\n"
         "  mcore-diagnose patterns test\n\n"
         "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n\n"
@@ -103,6 +106,7 @@ def _root(
 patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")
 app.add_typer(patterns_app, name="patterns")
 app.add_typer(triage_app, name="triage")
+register_lint(app, SUBCOMMANDS)
 
 
 class Format(StrEnum):
@@ -315,15 +319,30 @@ def diagnose_cmd(
         list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False, metavar="DIR")
     ] = None,
     baseline: GoodRunOpt = None,
+    script: Annotated[
+        Path | None,
+        typer.Option(
+            "--script",
+            metavar="FILE",
+            help=(
+                "The job's sbatch script, for the launch advisories (default: one in the job "
+                "directory, or scontrol's copy for a job id); with several jobs, each one's."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Diagnose failed jobs: first failing rank, cause, fix (the default command).
 
     Each job directory is diagnosed on its own; log files named on the command line (and -
-    for standard input) together form one job.
+    for standard input) together form one job. An argument that is a SLURM job id and not an
+    existing path is a job of its own too: scontrol names its logs and its batch script.
 
     Examples:
 
       mcore-diagnose logs/job-1234/
+
+      mcore-diagnose 1234                      # a SLURM job id
 
       mcore-diagnose logs/job-1234/ -o report.html -o report.txt -o report.json
 
@@ -335,12 +354,15 @@ def diagnose_cmd(
     """
     from analyzer.color import use_color
     from analyzer.outputs import OutputError, combine, group_jobs, job_label, plan_outputs
+    from analyzer.slurmjob import is_job_id
 
     try:
         targets = plan_outputs(output or [], fmt.value if fmt else None)
     except OutputError as exc:
         fail(str(exc), EXIT_USAGE)
-    jobs = group_jobs(paths)
+    if script is not None and not script.is_file():
+        fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
+    jobs = group_jobs(paths, alone=is_job_id)
     if len(jobs) > 1 and any(t.fmt == "html" for t in targets):
         fail(
             "an HTML report holds one job; give one job directory per run, or use "
@@ -357,16 +379,34 @@ def diagnose_cmd(
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        a = _load([*job, *(fr or [])], patterns, workers, show_progress, catalog, baseline)
-        problem = _unreadable(a, job)
-        if problem is not None:
+        slurm, logs, problem = _slurm_job(job)
+        if problem is not None:  # a job id SLURM cannot answer for: one line, like a bad path
             codes.append(EXIT_UNREADABLE)
-            typer.echo(f"mcore-diagnose: {problem}", err=True)  # the message names the path
+            typer.echo(f"mcore-diagnose: {problem}", err=True)
             for i, t in enumerate(targets):
                 if t.fmt == "json":
-                    rendered[i].append((label, _unreadable_json(label, problem, a)))
+                    rendered[i].append((label, _unreadable_json(label, problem, None)))
             continue
-        d = a.diagnosis
+        try:
+            a = _load([*logs, *(fr or [])], patterns, workers, show_progress, catalog, baseline)
+            problem = _unreadable(a, logs)
+            if problem is not None:
+                codes.append(EXIT_UNREADABLE)
+                typer.echo(f"mcore-diagnose: {problem}", err=True)  # the message names the path
+                for i, t in enumerate(targets):
+                    if t.fmt == "json":
+                        rendered[i].append((label, _unreadable_json(label, problem, a)))
+                continue
+            a.script = script or (slurm.script if slurm is not None else None)
+            d = a.diagnosis  # reads the batch script (launch advisories) while it exists
+        finally:
+            if slurm is not None:
+                slurm.cleanup()
+        if slurm is not None:
+            d.facts.update(slurm.facts)
+            d.problems += slurm.notes
+            if d.batch_script and slurm.script and d.batch_script == str(slurm.script):
+                d.batch_script = f"scontrol write batch_script {slurm.job_id}"
         codes.append(d.exit_code)
         if verbose and targets[0].fmt == "terminal":
             for rel, why in a.discovery.skipped:
@@ -388,6 +428,19 @@ def diagnose_cmd(
     raise typer.Exit(max(codes, key=_EXIT_SEVERITY.index) if codes else EXIT_UNREADABLE)
 
 
+def _slurm_job(job: list[str]) -> tuple[Any, list[str], str | None]:
+    """(the SLURM job or None, the log paths to read, why a job id cannot be looked up)."""
+    from analyzer.slurmjob import SlurmJobError, is_job_id, lookup
+
+    if len(job) != 1 or not is_job_id(job[0]):
+        return None, job, None
+    try:
+        j = lookup(job[0])
+    except SlurmJobError as exc:
+        return None, [], str(exc)
+    return j, [str(f) for f in j.logs], None
+
+
 def _render_job(a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color: bool) -> str:
     from analyzer.report import render
 
@@ -405,7 +458,7 @@ def _with_job(obj: dict[str, Any], label: str) -> dict[str, Any]:
     return {"schema_version": obj["schema_version"], "job": label, **obj}
 
 
-def _unreadable_json(label: str, problem: str, a: Any) -> str:
+def _unreadable_json(label: str, problem: str, a: Any | None) -> str:
     from analyzer.outputs import json_line
     from analyzer.verdict import SCHEMA_VERSION
 
@@ -417,8 +470,10 @@ def _unreadable_json(label: str, problem: str, a: Any) -> str:
             "verdict": None,
             "error": problem.split("\n", 1)[0],
             "hint": problem.split("\n", 1)[1] if "\n" in problem else None,
-            "problems": list(a.read.problems),
-            "skipped": [{"file": rel, "reason": why} for rel, why in a.discovery.skipped],
+            "problems": list(a.read.problems) if a is not None else [problem],
+            "skipped": [{"file": rel, "reason": why} for rel, why in a.discovery.skipped]
+            if a is not None
+            else [],
             "files_read": 0,
             "bytes_read": 0,
         }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,13 +74,14 @@ def plan_outputs(outputs: Sequence[Path], fmt: str | None) -> list[Target]:
     return targets
 
 
-def group_jobs(paths: Sequence[str]) -> list[list[str]]:
-    """Split command-line paths into jobs: each directory is a job of its own; files named
-    explicitly (and ``-``, standard input) together form one job, placed where the first was."""
+def group_jobs(paths: Sequence[str], alone: Callable[[str], bool] | None = None) -> list[list[str]]:
+    """Split command-line paths into jobs: each directory (and each argument ``alone`` says is
+    a job by itself, such as a SLURM job id) is a job of its own; files named explicitly (and
+    ``-``, standard input) together form one job, placed where the first was."""
     jobs: list[list[str]] = []
     files: list[str] | None = None
     for p in paths:
-        if p != "-" and _is_dir(p):
+        if p != "-" and (_is_dir(p) or (alone is not None and alone(p))):
             jobs.append([p])
         elif files is None:
             files = [p]

@@ -115,6 +115,9 @@ class Diagnosis:
     """Per-rank first event (role, category, time, node) for the rank grid."""
     flight_recorder: dict[str, Any] | None = None
     """What the Flight Recorder dumps show (``analyzer.flightrec``), when there were any."""
+    advisories: list[dict[str, Any]] = field(default_factory=list)
+    """Launch-rule advisories (:mod:`analyzer.launch`), also for jobs that did not fail."""
+    batch_script: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -143,4 +146,6 @@ class Diagnosis:
             "problems": self.problems,
             "files_read": self.files,
             "bytes_read": self.bytes_read,
+            "advisories": self.advisories,
+            "batch_script": self.batch_script,
         } | ({"flight_recorder": self.flight_recorder} if self.flight_recorder else {})

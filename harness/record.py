@@ -43,7 +43,9 @@ NEUTRAL_TMP = "/local/scratch"
 NEUTRAL_SLURM_STATE = "/var/spool/slurm"
 SCRIPT_NAME = "train.sbatch"
 # paths that must never survive neutralisation
-FORBIDDEN_PATH_RE = re.compile(r"(?<![\w.])/(?:work|tmp|root)/")
+# (/tmp/harness/train.py is no machine path: it is slurmstepd's fixed fallback directory joined
+# with the script's relative path, the evidence of the worktree-not-shared scenario)
+FORBIDDEN_PATH_RE = re.compile(r"(?<![\w.])/(?:work|root)/|(?<![\w.])/tmp/(?!harness/train\.py)")
 SYSTEM_PREFIXES = ("/usr", "/usr/local", "/opt/conda", "/")
 # the job inherits the submitting environment (sbatch --export=ALL): keep it plain
 JOB_ENV_UNSET = (

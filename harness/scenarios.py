@@ -46,6 +46,11 @@ class Scenario:
     light: bool = False  # mostly idle: may run next to the other scenarios
     flight_recorder: bool = False  # dump gloo's Flight Recorder buffer into $JOB_DIR/fr/
     logs_only_rank: int | None = None  # the culprit the logs alone name (-1: none), FR jobs
+    srun_chdir: str | None = None  # srun --chdir=DIR (a worktree this node does not have)
+    standalone: bool = False  # torchrun --standalone on every node (independent worlds)
+    nnodes_arg: str = "$NNODES"  # what torchrun's --nnodes gets ("1": single-node jobs)
+    master_addr: str = "127.0.0.1"  # what the script exports as MASTER_ADDR
+    node_rank: str = "$SLURM_PROCID"  # torchrun's --node-rank ($SLURM_NODEID: 0 on both tasks)
 
     @property
     def layout(self) -> str:
@@ -351,6 +356,100 @@ SCENARIOS: tuple[Scenario, ...] = (
         env={"MCORE_FAULT": "loader-fatal", "MCORE_FAULT_RANK": "2", "MCORE_FAULT_ITER": "6"},
     ),
     Scenario(
+        name="worktree-not-shared",
+        description="srun --chdir names a worktree the compute node does not have (the launch "
+        "guide's shared-storage rule broken): slurmstepd falls back to /tmp, the agents start, "
+        "and every worker fails with `can't open file '/tmp/harness/train.py'`",
+        category="storage",
+        rank=-1,
+        node="",
+        cause="the job's working directory does not exist on the node (worktree not on shared "
+        "storage): slurmstepd ran the tasks from /tmp and python could not open the script",
+        must_contain=(
+            r"couldn't chdir to `/shared/jobs/worktree-not-shared/Megatron-LM': No such file "
+            r"or directory: going to /tmp instead",
+            r"can't open file '/tmp/harness/train.py': .Errno 2. No such file or directory",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        srun_chdir="$JOB_DIR/Megatron-LM",
+    ),
+    Scenario(
+        name="standalone-independent-worlds",
+        description="torchrun --standalone on every node (the launch guide's one-worker-group "
+        "rule broken): each node trains its own 2-rank world, both print rank-0 start-up "
+        "lines, and the job completes with exit 0",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure, but two independent worlds: each node trained its own model",
+        must_contain=(
+            r"using world size: 2, data-parallel size: 2",
+            r"iteration\s+10/\s+10 \| consumed samples:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=True,
+        standalone=True,
+        train_args=("--train-iters", "10"),
+    ),
+    Scenario(
+        name="nnodes-one-per-node",
+        description="torchrun --nnodes 1 with --node-rank $SLURM_PROCID on every node (the launch "
+        "guide's one-worker-group rule broken): node 0 trains alone, node 1 waits in the "
+        "static rendezvous for ranks that never come",
+        category="rendezvous",
+        rank=-1,
+        node="1",
+        cause="--nnodes 1 on a multi-node job: node 1 (node rank 1) is outside a one-node world",
+        must_contain=(r"iteration\s+10/\s+10 \| consumed samples:",),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        nnodes_arg="1",
+        train_args=("--train-iters", "10"),
+        max_seconds=150,
+    ),
+    Scenario(
+        name="master-addr-nodelist",
+        description="MASTER_ADDR is the raw SLURM node list (node[001-002], what "
+        "$SLURM_JOB_NODELIST holds on a 2-node allocation) instead of its first host: "
+        "torch.distributed.run rejects the rendezvous endpoint on every node",
+        category="rendezvous",
+        rank=-1,
+        node="",
+        cause="MASTER_ADDR=node[001-002] is a node list, not a host name: every agent raised "
+        "the rendezvous-endpoint ValueError",
+        must_contain=(
+            r"ValueError: The hostname of the rendezvous endpoint 'node\[001-002\]:\d+' must be "
+            r"a dot-separated list of labels, an IPv4 address, or an IPv6 address\.",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        master_addr="node[001-002]",
+    ),
+    Scenario(
+        name="two-agents-per-node",
+        description="two srun tasks on one node, each a torch.distributed.run agent with "
+        "--node-rank $SLURM_NODEID (the launch guide's one-task-per-node rule broken): both "
+        "agents claim node rank 0, the second cannot bind the store port (EADDRINUSE), the "
+        "first waits for a node rank 1 that never comes",
+        category="rendezvous",
+        rank=-1,
+        node="",
+        cause="two launchers on one node with the same node rank: the store port was already "
+        "in use",
+        must_contain=(r"EADDRINUSE",),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        node_rank="$SLURM_NODEID",
+        env={"LOGLEVEL": "INFO"},
+        max_seconds=150,
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -538,7 +637,9 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         "#!/bin/bash",
         f"#SBATCH --job-name={sc.name}",
         "#SBATCH --nodes=1",
-        "#SBATCH --ntasks=2",
+        # the stand-in breaks two launch rules on purpose (docs/lint.md)
+        "#SBATCH --ntasks=2"
+        + ("  # mcore-diagnose: disable=tasks-per-node" if sc.node_rank == "$SLURM_PROCID" else ""),
         "#SBATCH --cpus-per-task=1",
         f"#SBATCH --time={sc.time_limit}",
     ]
@@ -566,9 +667,14 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
             'mkdir -p "$JOB_DIR/fr"',
         ]
     lines += [
-        "export MASTER_ADDR=127.0.0.1",
+        *(
+            ["# on a 2-node allocation $SLURM_JOB_NODELIST is a node-list expression like this"]
+            if "[" in sc.master_addr
+            else []
+        ),
+        f"export MASTER_ADDR={shlex.quote(sc.master_addr)}",
         f"export MASTER_PORT={ctx.master_port}",
-        f"export NNODES={NNODES}",
+        f"export NNODES={NNODES}  # mcore-diagnose: disable=allocation",
         f"export GPUS_PER_NODE={NPROC_PER_NODE}",
         f"export PYTHON={shlex.quote(str(ctx.python))}",
         "",
@@ -594,10 +700,12 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         port = "$((MASTER_PORT + SLURM_PROCID))"
     torchrun = [
         f"exec {launcher} -m torch.distributed.run",
-        "--nnodes $NNODES --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID",
+        f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE --node-rank {sc.node_rank}",
         f"--master-addr $MASTER_ADDR --master-port {port}",
         f"--rdzv-conf timeout={sc.rdzv_timeout} --max-restarts {sc.max_restarts}",
     ]
+    if sc.standalone:
+        torchrun[1:3] = ["--standalone --nproc-per-node $GPUS_PER_NODE"]
     if sc.log_dir:
         torchrun.append("--rdzv-id $SLURM_JOB_ID --log-dir $JOB_DIR/torchrun-logs --redirects 3")
     if sc.tee:
@@ -607,6 +715,8 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     srun = ["srun"]
     if sc.label:
         srun.append("--label")
+    if sc.srun_chdir:
+        srun.append(f"--chdir={sc.srun_chdir}")
     if sc.output == "per-task":
         srun.append("--output=$JOB_DIR/task-%t.out")
     elif sc.output == "per-task-split":

@@ -216,6 +216,13 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
     if m.status != "ok" and m.symptoms:
         items = "".join(f"<li>{e(s)}</li>" for s in m.symptoms)
         parts.append(f'<section><h2>Downstream symptoms</h2><ul class="sym">{items}</ul></section>')
+    if m.advisories:
+        items = "".join(
+            f"<li><b>{e(x.severity)}</b> {e(x.line)}<pre>fix: {e(x.fix)}"
+            + "".join(f"\n{e(v)}" for v in x.evidence) + "</pre></li>"
+            for x in m.advisories
+        )
+        parts.append(f"<section><h2>Launch advisories</h2><ul>{items}</ul></section>")
     facts = [(e(k), e(v)) for k, v in m.facts] + [("logs", e(m.logs))]
     parts.append(f"<section><h2>Job</h2>{_kv(facts)}</section>")
     if m.grid.cells:

@@ -122,6 +122,13 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
         out += ["## Downstream symptoms", ""]
         out += [f"- {md(s)}" for s in m.symptoms]
         out.append("")
+    if m.advisories:
+        out += ["## Launch advisories", ""]
+        for x in m.advisories:
+            out.append(f"- **{md(x.severity)}** {md(x.line)}  ")
+            out.append(f"  fix: {code(x.fix)}")
+            out += [f"  - {md(v)}" for v in x.evidence]
+        out.append("")
     out += ["## Job", "", "| Fact | Value |", "|---|---|"]
     out += [f"| {md(k)} | {md(v)} |" for k, v in m.facts]
     out += [f"| logs | {md(m.logs)} |", ""]

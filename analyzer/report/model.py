@@ -69,6 +69,35 @@ class TimelineRow:
 
 
 @dataclass
+class AdvisoryView:
+    """One launch advisory, cleaned for display."""
+
+    rule: str
+    severity: str
+    message: str
+    fix: str
+    evidence: list[str]
+    explains_verdict: bool
+
+    @property
+    def line(self) -> str:
+        """``[rule] message`` with a marker when it explains the verdict."""
+        tag = " (explains the verdict)" if self.explains_verdict else ""
+        return f"[{self.rule}]{tag} {self.message}"
+
+
+def _advisory(x: dict[str, Any]) -> AdvisoryView:
+    return AdvisoryView(
+        clean(x.get("rule")),
+        clean(x.get("severity")),
+        clean(x.get("message")),
+        clean(x.get("fix")),
+        [clean(v) for v in x.get("evidence", [])][:4],
+        bool(x.get("explains_verdict")),
+    )
+
+
+@dataclass
 class ReportModel:
     """The report's content; all strings are plain text, safe to escape and print."""
 
@@ -99,6 +128,8 @@ class ReportModel:
     """The paths the report is about, as given on the command line."""
     flight_recorder: list[str] = field(default_factory=list)
     """The Flight Recorder per-rank sequence table and verdict, plain lines (may be empty)."""
+    advisories: list[AdvisoryView] = field(default_factory=list)
+    """Launch-rule advisories (:mod:`analyzer.launch`)."""
 
     @property
     def headline(self) -> str:
@@ -195,7 +226,20 @@ def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
         last = f"{last} of {f['train_iters']}"
     size = d.bytes_read
     read = f"{d.files} file{'s' if d.files != 1 else ''}, {_bytes(size)}"
+    slurm = None
+    if f.get("slurm_job_id"):
+        slurm = " ".join(
+            str(x)
+            for x in (
+                f["slurm_job_id"],
+                f.get("slurm_state"),
+                f"exit {f['slurm_exit_code']}" if f.get("slurm_exit_code") else None,
+                f"on {f['slurm_nodelist']}" if f.get("slurm_nodelist") else None,
+            )
+            if x
+        )
     rows: list[tuple[str, Any]] = [
+        ("SLURM job", slurm),
         ("world size", ws),
         ("ranks seen", None if ws or not grid.cells else len(grid.cells)),
         ("nodes", nodes),
@@ -268,4 +312,5 @@ def build_model(a: Analysis) -> ReportModel:
         timeline=_timeline(grid),
         logs=", ".join(clean(p) for p in a.paths),
         flight_recorder=[clean(x) for x in table_lines(a.flightrec)],
+        advisories=[_advisory(x) for x in d.advisories],
     )

@@ -214,6 +214,18 @@ def _others(m: ReportModel) -> RenderableType:
     return Group(*lines)
 
 
+def _advisories(m: ReportModel) -> RenderableType:
+    lines: list[RenderableType] = [_heading("Launch advisories (the launch guide's rules)")]
+    style = {"error": "red", "warning": "yellow"}
+    for x in m.advisories:
+        t = Text(x.severity, style=style.get(x.severity, ""))
+        t.append(" " + x.line, style="")
+        lines.append(_pad(t, (0, 0, 0, 2)))
+        lines.append(_pad(Text("fix: " + x.fix), (0, 0, 0, 4)))
+        lines += [_pad(Text(v, style="dim"), (0, 0, 0, 4)) for v in x.evidence]
+    return Group(*lines)
+
+
 def _console(buf: io.StringIO, width: int, color: bool) -> Console:
     return Console(
         file=buf,
@@ -240,6 +252,9 @@ def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: i
         if m.symptoms:
             console.print()
             console.print(_symptoms(m))
+    if m.advisories:
+        console.print()
+        console.print(_advisories(m))
     console.print()
     console.print(_facts(m))
     if m.grid.cells:

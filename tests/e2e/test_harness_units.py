@@ -77,7 +77,11 @@ def test_sbatch_script_is_well_formed(sc: Scenario, tmp_path: Path) -> None:
     assert script.startswith("#!/bin/bash\n")
     assert "#SBATCH --ntasks=2" in script
     assert "-m torch.distributed.run" in script
-    assert "--nnodes $NNODES --nproc-per-node $GPUS_PER_NODE --node-rank $SLURM_PROCID" in script
+    if sc.standalone:
+        assert "--standalone --nproc-per-node $GPUS_PER_NODE" in script
+    else:
+        assert (f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE "
+                f"--node-rank {sc.node_rank}") in script
 
 
 def test_neutralise_paths_and_host(tmp_path: Path) -> None:

@@ -1,0 +1,40 @@
+"""``mcore-diagnose lint``: check sbatch scripts against the launch guide before submission."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.lint.config import ConfigError, LintConfig, load_config
+from analyzer.lint.job import read_job
+from analyzer.lint.rules import RULES, Finding
+from analyzer.lint.script import parse_script
+
+_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def lint_text(text: str, path: str = "<script>", cfg: LintConfig | None = None) -> list[Finding]:
+    """The findings for one script's text, sorted by line; inline disables applied."""
+    cfg = cfg or LintConfig()
+    script = parse_script(text, path)
+    job = read_job(script)
+    found: list[Finding] = []
+    seen: set[tuple[str, int, str]] = set()
+    for rule in RULES:
+        for f in rule.check(job, cfg):
+            off = script.disabled.get(f.line, set())
+            if f.rule in off or "all" in off:
+                continue
+            key = (f.rule, f.line, f.message)
+            if key not in seen:
+                seen.add(key)
+                found.append(f)
+    return sorted(found, key=lambda f: (f.line, _ORDER[f.severity], f.rule))
+
+
+def lint_file(path: Path, cfg: LintConfig | None = None) -> list[Finding]:
+    """Read and lint ``path`` (raises OSError / UnicodeDecodeError when it cannot be read)."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return lint_text(text, str(path), cfg)
+
+
+__all__ = ["ConfigError", "Finding", "LintConfig", "lint_file", "lint_text", "load_config"]

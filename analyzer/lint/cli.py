@@ -1,0 +1,100 @@
+"""The ``mcore-diagnose lint`` command (registered on the main app by :func:`register_lint`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_UNREADABLE = 3
+EXIT_USAGE = 64
+
+
+class LintFormat(StrEnum):
+    """Lint output formats."""
+
+    terminal = "terminal"
+    text = "text"
+    json = "json"
+
+
+def _fail(message: str, code: int) -> None:
+    typer.echo(f"mcore-diagnose lint: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def lint_cmd(
+    scripts: Annotated[
+        list[Path],
+        typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT"),
+    ],
+    fmt: Annotated[
+        LintFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = LintFormat.terminal,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Config file (TOML: [lint.partitions], node_local_paths); default "
+            "~/.config/mcore-diagnose/config.toml or $MCORE_DIAGNOSE_CONFIG.",
+        ),
+    ] = None,
+    no_reasons: Annotated[
+        bool, typer.Option("--no-reasons", help="Leave out the guide's reason under each finding.")
+    ] = False,
+) -> None:
+    """Check sbatch scripts against the launch guide before submitting them.
+
+    Exit 1 when any error or warning is found, 0 otherwise, 3 when a script cannot be read.
+    Silence one rule on one line with a comment: # mcore-diagnose: disable=RULE
+
+    Examples:
+
+      mcore-diagnose lint train.sbatch
+
+      mcore-diagnose lint jobs/*.sbatch -f json
+    """
+    from analyzer.lint import ConfigError, lint_text, load_config
+    from analyzer.lint.report import render, to_json
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        _fail(f"cannot load config: {exc}\nFix the file or leave out --config.", EXIT_USAGE)
+        return
+    results: list[tuple[str, Any]] = []
+    lines: dict[str, list[str]] = {}
+    for path in scripts:
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "is a directory, not a script")
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            _fail(f"cannot read {path}: {exc.strerror or exc}; give the path of an sbatch "
+                  "script", EXIT_UNREADABLE)
+            return
+        if "#SBATCH" not in text and "srun" not in text:
+            typer.echo(f"mcore-diagnose lint: warning: {path} has no #SBATCH line and no srun: "
+                       "is it an sbatch script?", err=True)
+        results.append((str(path), lint_text(text, str(path), cfg)))
+        lines[str(path)] = text.replace("\r\n", "\n").split("\n")
+    if fmt == LintFormat.json:
+        sys.stdout.write(to_json(results))
+    else:
+        color = (fmt == LintFormat.terminal and sys.stdout.isatty()
+                 and not os.environ.get("NO_COLOR"))
+        sys.stdout.write(render(results, lines, color=color, reasons=not no_reasons))
+    bad = any(f.severity in ("error", "warning") for _, found in results for f in found)
+    raise typer.Exit(EXIT_FINDINGS if bad else EXIT_CLEAN)
+
+
+def register_lint(app: typer.Typer, subcommands: set[str]) -> None:
+    """Add ``lint`` to the main app and to the names that are not a path to diagnose."""
+    app.command("lint")(lint_cmd)
+    subcommands.add("lint")

@@ -1,0 +1,386 @@
+"""What an sbatch script launches: allocation, srun steps, the worker launcher and its arguments.
+
+:func:`read_job` walks the parsed commands in order (assignments, ``export``, ``cd``, ``uv
+sync``, ``srun``), follows ``bash -c`` bodies under ``srun``, and finds each worker-group
+launcher (``torchrun``, ``python -m torch.distributed.run|launch``, with or without ``uv run``)
+with its own options and the training script's (Megatron's) arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from analyzer.lint.script import (
+    Command,
+    Env,
+    Field,
+    Script,
+    Var,
+    Word,
+    parse_options,
+    tokenize,
+)
+
+_EXPORTERS = {"export", "declare", "typeset", "readonly", "local"}
+_PYTHON = re.compile(r"(^|/)python[0-9.]*$")
+_LAUNCH_FLAGS = {"standalone", "no-python", "module", "m", "run-path"}
+_UV_VALUE_OPTS = {
+    "project", "directory", "with", "python", "p", "extra", "group", "env-file", "package",
+    "index", "index-url", "extra-index-url", "only-group", "with-requirements", "cache-dir",
+    "config-file", "no-group", "with-editable",
+}
+_SHELLS = re.compile(r"(^|/)(bash|sh|zsh|dash)$")
+_MAY_LAUNCH = re.compile(r"torch|python|srun|\buv\b|\bbash\b|\bsh\b")
+_GPU_GRES = re.compile(r"^gpu(?::([A-Za-z][\w.-]*))?(?::(\d+))?")
+
+
+@dataclass
+class Step:
+    """One command as it runs: expanded fields and the environment at that point."""
+
+    cmd: Command
+    fields: list[Field]
+    env: Env
+    prefix: dict[str, Field]
+    in_srun: bool = False
+
+
+@dataclass
+class Launcher:
+    """A worker-group launcher found in the script."""
+
+    kind: str  # "torchrun", "run" (python -m torch.distributed.run), "launch"
+    uv: bool
+    uv_opts: list[str]
+    first: Field  # where the launcher starts (uv, torchrun or the interpreter)
+    python: Field | None
+    opts: dict[str, Field]  # launcher option -> value ("" for a flag), names with dashes
+    script: Field | None
+    args: dict[str, Field]  # the training script's options (Megatron), names with dashes
+    step: Step
+
+    def env_value(self, name: str) -> Field | None:
+        """The value ``name`` has when the launcher starts (prefix assignment or variable)."""
+        if name in self.step.prefix:
+            return self.step.prefix[name]
+        var = self.step.env.get(name)
+        return var.fields[0] if var is not None and var.fields else None
+
+
+@dataclass
+class Srun:
+    """One ``srun`` call: its options and what it runs."""
+
+    step: Step
+    opts: dict[str, Field]
+    program: list[Field]
+    inner: list[Step] = field(default_factory=list)
+    launchers: list[Launcher] = field(default_factory=list)
+
+
+@dataclass
+class Job:
+    """Everything the rules need from one script."""
+
+    script: Script
+    steps: list[Step]
+    sruns: list[Srun]
+    launchers: list[Launcher]
+    cwd: Field | None = None  # the directory the job cd's into before launching
+    uv_sync: list[Step] = field(default_factory=list)  # uv sync outside srun, before it
+
+    def sbatch(self, *names: str) -> tuple[str, int] | None:
+        """The value and line of the last ``#SBATCH`` option among ``names``."""
+        d = self.script.directive(*names)
+        return (d.value, d.line) if d else None
+
+    def option(self, srun: Srun | None, *names: str) -> tuple[str, int] | None:
+        """An allocation option from the srun line (which wins) or the ``#SBATCH`` header."""
+        if srun is not None:
+            for n in names:
+                if n in srun.opts:
+                    return srun.opts[n].value, srun.opts[n].line
+        return self.sbatch(*names)
+
+    @property
+    def nodes(self) -> tuple[int, int] | None:
+        """Number of nodes and the line that says so (None when not fixed or not given)."""
+        got = self.option(self.main_srun, "nodes")
+        if got is None or not got[0].isdigit():
+            return None
+        return int(got[0]), got[1]
+
+    @property
+    def main_srun(self) -> Srun | None:
+        """The srun that starts the workers (the first with a launcher, else the last srun)."""
+        for s in self.sruns:
+            if s.launchers:
+                return s
+        return self.sruns[-1] if self.sruns else None
+
+    def gpus_per_node(self) -> tuple[int, int] | None:
+        """GPUs per node from --gpus-per-node, --gres=gpu:..., or --gpus / nodes."""
+        s = self.main_srun
+        got = self.option(s, "gpus-per-node")
+        if got:
+            n = got[0].rsplit(":", 1)[-1]
+            if n.isdigit():
+                return int(n), got[1]
+        got = self.option(s, "gres")
+        if got:
+            for g in got[0].split(","):
+                m = _GPU_GRES.match(g)
+                if m and m.group(2):
+                    return int(m.group(2)), got[1]
+                if m and g.rsplit(":", 1)[-1].isdigit():
+                    return int(g.rsplit(":", 1)[-1]), got[1]
+        got = self.option(s, "gpus")
+        nodes = self.nodes
+        if got and nodes:
+            n = got[0].rsplit(":", 1)[-1]
+            if n.isdigit() and int(n) % nodes[0] == 0:
+                return int(n) // nodes[0], got[1]
+        return None
+
+    def gpu_types(self) -> list[tuple[str, int, str]]:
+        """GPU model names the allocation asks for: (name, line, where it came from)."""
+        s = self.main_srun
+        out: list[tuple[str, int, str]] = []
+        for opt in ("gres", "gpus", "gpus-per-node", "gpus-per-task"):
+            got = self.option(s, opt)
+            if not got:
+                continue
+            for g in got[0].split(","):
+                parts = g.split(":")
+                if opt == "gres":
+                    if parts[0] != "gpu":
+                        continue
+                    parts = parts[1:]
+                names = [p for p in parts if p and not p.isdigit()]
+                out += [(n, got[1], f"--{opt}") for n in names]
+        got = self.option(s, "constraint")
+        if got:
+            for c in re.split(r"[|&,\[\]*()]+", got[0]):
+                if c.strip():
+                    out.append((c.strip(), got[1], "--constraint"))
+        return out
+
+
+def _is_assignment(w: Word) -> bool:
+    return bool(w.parts) and w.parts[0][0] == "u" and re.match(
+        r"^[A-Za-z_][A-Za-z0-9_]*\+?=", w.parts[0][1]
+    ) is not None
+
+
+def _uv_run_before(vals: list[str], k: int) -> int | None:
+    """Index of ``uv`` when ``vals[k]`` is preceded by ``uv run [uv options]``, else None."""
+    for j in range(k - 1, 0, -1):
+        if vals[j] == "run" and vals[j - 1].rsplit("/", 1)[-1] == "uv":
+            between = vals[j + 1 : k]
+            i = 0
+            while i < len(between):
+                tok = between[i]
+                if not tok.startswith("-"):
+                    return None
+                name = tok.lstrip("-").split("=", 1)[0]
+                i += 2 if name in _UV_VALUE_OPTS and "=" not in tok else 1
+            return j - 1
+        if not vals[j].startswith("-") and not (j > 0 and vals[j - 1].lstrip("-") in
+                                                 _UV_VALUE_OPTS):
+            return None
+    return None
+
+
+def _find_launcher(fields: list[Field], step: Step) -> Launcher | None:
+    vals = [f.value for f in fields]
+    for k, v in enumerate(vals):
+        base = v.rsplit("/", 1)[-1]
+        kind = None
+        python = None
+        start = k
+        opts_at = k + 1
+        if base == "torchrun":
+            kind = "torchrun"
+        elif _PYTHON.search(v) or v in ("$PYTHON", "${PYTHON}"):
+            j = k + 1
+            while j < len(vals) and vals[j].startswith("-") and vals[j] != "-m":
+                j += 1
+            if j + 1 < len(vals) and vals[j] == "-m" and vals[j + 1] in (
+                "torch.distributed.run", "torch.distributed.launch"
+            ):
+                kind = "run" if vals[j + 1].endswith(".run") else "launch"
+                python = fields[k]
+                opts_at = j + 2
+        if kind is None:
+            continue
+        uv, uv_opts = False, []
+        found = _uv_run_before(vals, k)
+        if found is not None:
+            uv, uv_opts, start = True, vals[found + 2 : k], found
+        opts: dict[str, Field] = {}
+        i = opts_at
+        while i < len(vals) and vals[i].startswith("-"):
+            name, eq, value = vals[i].lstrip("-").partition("=")
+            name = name.replace("_", "-")
+            if eq:
+                opts[name] = Field(value, fields[i].line, fields[i].symbolic)
+            elif name in _LAUNCH_FLAGS or i + 1 >= len(vals):
+                opts[name] = Field("", fields[i].line)
+            else:
+                opts[name] = fields[i + 1]
+                i += 1
+            i += 1
+        script = fields[i] if i < len(vals) else None
+        args: dict[str, Field] = {}
+        i += 1
+        while i < len(vals):
+            v = vals[i]
+            if v.startswith("--"):
+                name, eq, value = v[2:].partition("=")
+                name = name.replace("_", "-")
+                if eq:
+                    args[name] = Field(value, fields[i].line, fields[i].symbolic)
+                elif i + 1 < len(vals) and not vals[i + 1].startswith("--"):
+                    args[name] = fields[i + 1]
+                    i += 1
+                else:
+                    args[name] = Field("", fields[i].line)
+            i += 1
+        return Launcher(kind, uv, uv_opts, fields[start], python, opts, script, args, step)
+    return None
+
+
+def _walk(commands: list[Command], env: Env, in_srun: bool, job: Job | None) -> list[Step]:
+    steps: list[Step] = []
+    for cmd in commands:
+        words = cmd.words
+        cond = cmd.conditional or cmd.depth > 0
+        k = 0
+        while k < len(words) and _is_assignment(words[k]):
+            k += 1
+        if k == len(words):
+            for w in words:
+                env.assign(w, exported=False, conditional=cond)
+            steps.append(Step(cmd, [], env, {}, in_srun))
+            continue
+        prefix: dict[str, Field] = {}
+        scratch = env.copy() if k else env
+        for w in words[:k]:
+            v = scratch.assign(w, exported=True, conditional=cond)
+            if v is not None and v.fields:
+                prefix[v.name] = v.fields[0]
+        rest = words[k:]
+        head = rest[0].raw
+        if head in _EXPORTERS:
+            exported = head == "export" or any(w.raw.startswith("-") and "x" in w.raw
+                                               for w in rest[1:])
+            for w in rest[1:]:
+                if w.raw.startswith("-"):
+                    continue
+                if env.assign(w, exported=exported, conditional=cond) is None and exported:
+                    var = env.get(w.raw)
+                    if var is not None:
+                        var.exported = True
+            steps.append(Step(cmd, [], env, prefix, in_srun))
+            continue
+        fields = env.expand_all(rest)
+        # a snapshot of the variables only where a launcher can be (the copy costs O(vars))
+        snap = env.copy() if _MAY_LAUNCH.search(" ".join(f.value for f in fields)) else env
+        step = Step(cmd, fields, snap, prefix, in_srun)
+        steps.append(step)
+        if job is None:
+            continue
+        vals = [f.value for f in fields]
+        if vals and vals[0] == "cd" and len(vals) > 1 and not in_srun:
+            job.cwd = fields[1]
+        elif vals[:2] == ["uv", "sync"] and not in_srun and not job.sruns:
+            job.uv_sync.append(step)
+        elif vals and vals[0].rsplit("/", 1)[-1] == "srun":
+            job.sruns.append(_srun(step, env, job))
+            continue
+        inner = _shell_body(step, env, in_srun)
+        found = [_find_launcher(st.fields, st) for st in inner] if inner is not None else [
+            _find_launcher(fields, step)]
+        job.launchers += [lz for lz in found if lz is not None]
+    return steps
+
+
+def _shell_body(step: Step, env: Env, in_srun: bool) -> list[Step] | None:
+    """The steps of a ``bash -c BODY [ARG0 ARGS...]`` in ``step``, or None."""
+    words = step.cmd.words
+    for k, w in enumerate(words[:-2]):
+        head = env.expand(w)
+        if not head or not _SHELLS.search(head[0].value):
+            continue
+        if not re.fullmatch(r"-\w*c\w*", words[k + 1].raw or ""):
+            continue
+        body = words[k + 2]
+        text = body.raw if body.single_quoted else "".join(f.value for f in env.expand(body))
+        inner_env = env.copy()
+        for name, f in step.prefix.items():
+            inner_env.vars[name] = Var(name, [f], f.line, exported=True)
+        positional = env.expand_all(words[k + 4 :]) if k + 3 < len(words) else []
+        inner_env.vars["@"] = Var("@", positional, body.line, array=True)
+        steps = _walk(tokenize(text, body.line), inner_env, in_srun, None)
+        for st in steps:
+            st.prefix = {**step.prefix, **st.prefix}
+        return steps
+    return None
+
+
+def _srun(step: Step, env: Env, job: Job) -> Srun:
+    fields = step.fields
+    vals = [f.value for f in fields]
+    i = 1
+    opts: dict[str, Field] = {}
+    flags = {"label", "l", "exclusive", "overlap", "unbuffered", "u", "no-kill", "K", "verbose",
+             "v", "quiet", "Q", "container-remap-root", "no-container-remap-root",
+             "container-mount-home", "no-container-mount-home", "container-writable",
+             "no-container-entrypoint", "kill-on-bad-exit", "X", "pty"}
+    short_names = {"N": "nodes", "n": "ntasks", "G": "gpus", "C": "constraint", "D": "chdir",
+                   "o": "output", "e": "error", "p": "partition", "c": "cpus-per-task"}
+    while i < len(vals) and vals[i].startswith("-"):
+        tok = vals[i]
+        if tok.startswith("--"):
+            name, eq, value = tok[2:].partition("=")
+            if eq:
+                opts[name] = Field(value, fields[i].line, fields[i].symbolic)
+            elif name in flags or i + 1 >= len(vals):
+                opts[name] = Field("", fields[i].line)
+            else:
+                opts[name] = fields[i + 1]
+                i += 1
+        else:
+            short = tok[1:2]
+            name = short_names.get(short, short)
+            if len(tok) > 2:
+                opts[name] = Field(tok[2:].lstrip("="), fields[i].line, fields[i].symbolic)
+            elif short in flags or i + 1 >= len(vals):
+                opts[name] = Field("", fields[i].line)
+            else:
+                opts[name] = fields[i + 1]
+                i += 1
+        i += 1
+    program = fields[i:]
+    s = Srun(step, opts, program)
+    inner = _shell_body(step, env, True)
+    if inner is not None:
+        s.inner = inner
+        s.launchers = [lz for st in inner if (lz := _find_launcher(st.fields, st)) is not None]
+    else:
+        lz = _find_launcher(program, step)
+        if lz is not None:
+            s.launchers.append(lz)
+    job.launchers += s.launchers
+    return s
+
+
+def read_job(script: Script) -> Job:
+    """Walk ``script`` and collect what it launches."""
+    job = Job(script, [], [], [])
+    job.steps = _walk(script.commands, Env(), False, job)
+    return job
+
+
+__all__ = ["Job", "Launcher", "Srun", "Step", "parse_options", "read_job"]
