@@ -298,6 +298,17 @@ def _workers_started(job: Any) -> tuple[int, str] | None:
     return tasks * per, f"{tasks} srun task(s) × --nproc-per-node {per}"
 
 
+def _shown(path: Path, paths: Sequence[Path]) -> str:
+    """The script's name as evidence shows it: relative to the job directory that holds it
+    (as every other evidence line), else as given."""
+    for p in paths:
+        try:
+            return str(path.resolve().relative_to(p.resolve()))
+        except (ValueError, OSError):
+            continue
+    return str(path)
+
+
 def launch_advisories(
     rows: list[dict[str, Any]],
     verdict_category: str,
@@ -322,7 +333,8 @@ def launch_advisories(
         cfg = replace(cfg, gpu_hint=gpu_name)
     path = script or find_script(paths)
     text = read_script(path) if path is not None else None
-    findings = lint_text(text, str(path), cfg) if text is not None else []
+    shown = _shown(path, paths) if path is not None else ""
+    findings = lint_text(text, shown, cfg) if text is not None else []
     ev = _evidence_of(text.replace("\r\n", "\n").split("\n") if text is not None else [])
     job = read_job(parse_script(text, str(path))) if text is not None else None
     out = _from_events(rows, findings, ev)

@@ -59,6 +59,7 @@ def _row(base: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "role": "context",
         "level": None,
         "traceback": None,
+        "repeats": 1,
         "_cause": None,
         "_fix": None,
         "source": SOURCE,
