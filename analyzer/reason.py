@@ -1,6 +1,6 @@
 """From the event table to a verdict: the earliest root cause that explains the others.
 
-Rules (see the README): symptom and context events never become the verdict while a root event
+Rules (see docs/decisions.md): symptom and context events never become the verdict while a root event
 exists; roots are ordered by time with a tolerance for clock skew and 1-second stamps, ties go
 to the stronger evidence, then stream order; a SLURM end that struck a job already failed or
 hung is a consequence; the same start-up error on every rank names no single rank; with only

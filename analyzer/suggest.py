@@ -225,7 +225,7 @@ def _needle(literals: list[str], lines: list[str]) -> str:
             return n
     raise SuggestError(
         "no literal part of the line is long and specific enough to be a needle; write the "
-        "pattern by hand (see patterns/README.md)"
+        "pattern by hand (see docs/catalog.md)"
     )
 
 

@@ -23,7 +23,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_UNREADABLE: "nothing could be read (missing path, empty directory, no log files)",
     EXIT_USAGE: "usage error (bad option, bad pattern file)",
 }
-"""The exit statuses of every command, defined once (the README's table says the same)."""
+"""The exit statuses of every command, defined once (docs/contract.md says the same)."""
 
 
 @dataclass

@@ -269,7 +269,7 @@ def test_catalog_json_schema_accepts_the_shipped_catalog_and_the_readme_example(
     for f in sorted(Path("patterns").glob("*.toml")):
         errors = list(validator.iter_errors(tomllib.loads(f.read_text(encoding="utf-8"))))
         assert not errors, (f.name, errors[0].message)
-    readme = Path("patterns/README.md").read_text(encoding="utf-8")
+    readme = Path("docs/catalog.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(\[\[pattern\]\].*?)```", readme, re.S)
     assert example
     data = tomllib.loads(example.group(1))
