@@ -1,6 +1,6 @@
 """From the event table to a verdict: the earliest root cause that explains the others.
 
-Rules (see docs/decisions.md): symptom and context events never become the verdict while a root event
+Rules (docs/decisions.md): symptom and context events never become the verdict while a root event
 exists; roots are ordered by time with a tolerance for clock skew and 1-second stamps, ties go
 to the stronger evidence, then stream order; a SLURM end that struck a job already failed or
 hung is a consequence; the same start-up error on every rank names no single rank; with only
@@ -194,12 +194,41 @@ def _root_verdict(
             v.evidence.append(_evidence(r))
     elif chosen.get("rank") is None:
         _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
+        if v.rank is None and not v.rank_note:
+            _only_death(v, rows)
     if v.node is None and v.rank is None and not v.rank_note:
         _enrich_node(v, chosen, rows, geo)
     uniform = info(chosen["category"]).uniform or _tagged(chosen, "uniform")
     if v.rank is not None and len(same) < 2 and uniform:
         _uniform_rank(v, chosen, rows)
     return v
+
+
+_KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
+"""Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
+
+
+def _only_death(v: Verdict, rows: list[dict[str, Any]]) -> None:
+    """An unranked root takes the rank of the one worker the launcher reports dead, when
+    exactly one is (torchrun's ``failed (exitcode: 1) local_rank: 0``, mp.spawn's process
+    exits): the line came from the process that died. Workers it SIGTERMed do not count."""
+    dead: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        if r.get("rank") is None or not _tagged(r, "death"):
+            continue
+        roles = r.get("_roles") or {}
+        if roles.get("exit_code") in _KILLED_BY_LAUNCHER or roles.get("signal") in (
+            _KILLED_BY_LAUNCHER
+        ):
+            continue
+        dead.setdefault(r["rank"], r)
+    if len(dead) != 1:
+        return
+    (r,) = dead.values()
+    v.rank, v.local_rank = r["rank"], r.get("local_rank")
+    v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
+    v.rank_note = f"the only worker the launcher reports dead ({r['file']}:{r['line']})"
+    v.evidence.append(_evidence(r))
 
 
 def _uniform_rank(v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]]) -> None:

@@ -127,3 +127,22 @@ def test_a_claim_repeated_in_another_file_is_not_a_duplicate(tmp_path: Path) -> 
     (job / "slurm-1.out").write_text(text)
     (job / "train.log").write_text(text)
     assert analyze(job, workers=1).diagnosis.verdict.category == "none"
+
+
+NOT_FOUND = "FileNotFoundError: [Errno 2] No such file or directory: 'configs/app.yaml'"
+FAILED = (
+    "E0423 13:04:26.639000 6390 torch/distributed/elastic/multiprocessing/api.py:826] failed "
+    "(exitcode: 1) local_rank: {lr} (pid: {pid}) of binary: /usr/bin/python"
+)
+
+
+def test_an_unranked_root_takes_the_rank_of_the_only_dead_worker(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, NOT_FOUND, FAILED.format(lr=2, pid=6409))
+    assert (v.category, v.rank) == ("storage", 2)
+    assert v.rank_note and "only worker" in v.rank_note
+
+
+def test_two_dead_workers_leave_an_unranked_root_unranked(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, NOT_FOUND, FAILED.format(lr=0, pid=6409),
+                 FAILED.format(lr=1, pid=6410))
+    assert (v.category, v.rank) == ("storage", None)
