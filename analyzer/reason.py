@@ -469,6 +469,10 @@ def decide(
             )
             return v, alternatives, "failed"
         v = _verdict_from(first, facts, geo, 0.2)
+        if v.rank is not None and not _tagged(first, "death"):
+            # a symptom's rank is where the failure showed, not where it began
+            v.rank_note = f"rank {v.rank} only showed a symptom; no rank is named"
+            v.rank = v.local_rank = None
         v.category = "unknown"
         v.title = "Failure with no named cause"
         v.cause = (

@@ -146,3 +146,12 @@ def test_two_dead_workers_leave_an_unranked_root_unranked(tmp_path: Path) -> Non
     v = _verdict(tmp_path, NOT_FOUND, FAILED.format(lr=0, pid=6409),
                  FAILED.format(lr=1, pid=6410))
     assert (v.category, v.rank) == ("storage", None)
+
+
+def test_a_symptom_alone_names_no_rank(tmp_path: Path) -> None:
+    """Horovod's shutdown echo on rank 1 (real line): rank 1 is a victim, not the culprit."""
+    v = _verdict(tmp_path, "[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was "
+                 "caused by an exception on one of the ranks or an attempt to allreduce, "
+                 "allgather or broadcast a tensor after one of the ranks finished execution.")
+    assert (v.category, v.rank) == ("unknown", None)
+    assert v.rank_note and "symptom" in v.rank_note
