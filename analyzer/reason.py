@@ -403,6 +403,15 @@ def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _victim_rank(v: Verdict, symptom: dict[str, Any]) -> None:
+    """A verdict made from a symptom does not name the symptom's rank (unless the line
+    records that rank's own death): the rank is where the failure showed, not where it
+    began."""
+    if v.rank is not None and not _tagged(symptom, "death"):
+        v.rank_note = f"rank {v.rank} only showed a symptom; no rank is named"
+        v.rank = v.local_rank = None
+
+
 def decide(
     rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> tuple[Verdict, list[Verdict], str]:
@@ -464,15 +473,12 @@ def decide(
         first = _earliest(symptoms)
         cat = cats.most_common(1)[0][0]
         if cat in ("rendezvous", "network", "nccl_error"):
-            v = _verdict_from(
-                _earliest([r for r in symptoms if r["category"] == cat]), facts, geo, 0.5
-            )
+            first = _earliest([r for r in symptoms if r["category"] == cat])
+            v = _verdict_from(first, facts, geo, 0.5)
+            _victim_rank(v, first)
             return v, alternatives, "failed"
         v = _verdict_from(first, facts, geo, 0.2)
-        if v.rank is not None and not _tagged(first, "death"):
-            # a symptom's rank is where the failure showed, not where it began
-            v.rank_note = f"rank {v.rank} only showed a symptom; no rank is named"
-            v.rank = v.local_rank = None
+        _victim_rank(v, first)
         v.category = "unknown"
         v.title = "Failure with no named cause"
         v.cause = (
