@@ -312,6 +312,8 @@ class Attribution:
     time: datetime | None
     node: str | None = None
     """The label every view shows (host name or node index, see ``Geometry.node_label``)."""
+    rank_assumed: bool = False
+    """The rank is the local rank, assumed because the logs show a single node."""
 
 
 @dataclass
@@ -398,8 +400,9 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             if block is not None:
                 rank, local_rank = block.rank, block.local_rank
                 host = block.host or host
+            assumed = False
             if rank is None and local_rank is not None and geo.one_node and block is None:
-                rank = local_rank
+                rank, assumed = local_rank, True
             n = geo.nproc_per_node
             if rank is None and n and local_rank is not None and node_index is not None:
                 rank = node_index * n + local_rank
@@ -412,7 +415,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                 host = geo.task_hosts.get(node_index)
             host = short_host(host)
             t = ev.stamp.to_datetime(year) if ev.stamp else None
-            out.append((ev, Attribution(rank, local_rank, node_index, host, t)))
+            out.append((ev, Attribution(rank, local_rank, node_index, host, t, None, assumed)))
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
     labelled = [(ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out]
     return Attributed(labelled, geo, failures, year, roles)

@@ -64,6 +64,7 @@ def build_rows(att: Attributed) -> list[dict[str, Any]]:
             "_cause": ev.cause,
             "_fix": ev.fix,
             "_tags": att.roles.tags(ev),
+            "_rank_assumed": a.rank_assumed,
             "_roles": att.roles.all(ev),
         }
         for k, v in ev.fields.items():

@@ -412,6 +412,17 @@ def _victim_rank(v: Verdict, symptom: dict[str, Any]) -> None:
         v.rank = v.local_rank = None
 
 
+def _say_if_assumed(v: Verdict, rows: list[dict[str, Any]]) -> None:
+    """When the verdict's rank rests only on the single-node assumption (local rank N taken
+    as global rank N), the note says so."""
+    if v.rank is None:
+        return
+    mine = [r for r in rows if r.get("rank") == v.rank]
+    if mine and all(r.get("_rank_assumed") for r in mine):
+        said = "assumed global rank = local rank: the logs show a single node"
+        v.rank_note = f"{v.rank_note}; {said}" if v.rank_note else said
+
+
 def decide(
     rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
 ) -> tuple[Verdict, list[Verdict], str]:
@@ -637,6 +648,7 @@ def diagnose_rows(
         if inferred is not v:
             alts.insert(0, v)
             v = inferred
+    _say_if_assumed(v, rows)
     symptoms, lines = _summarise(rows, v)
     ranks: dict[int, dict[str, Any]] = {
         r["rank"]: {

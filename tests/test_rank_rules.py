@@ -30,6 +30,7 @@ def _verdict(tmp_path: Path, *lines: str):  # type: ignore[no-untyped-def]
 def test_single_node_local_rank_is_the_global_rank(tmp_path: Path) -> None:
     v = _verdict(tmp_path, SIGKILL)
     assert (v.category, v.rank, v.local_rank) == ("host_oom", 5, 5)
+    assert v.rank_note and "assumed" in v.rank_note  # the verdict says it is an assumption
 
 
 def test_an_srun_label_means_another_node_may_exist(tmp_path: Path) -> None:
