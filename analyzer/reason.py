@@ -76,7 +76,10 @@ def _unknowns(text: str) -> str:
 def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float) -> Verdict:
     vals = _values(r, facts)
     cause = _unknowns(render(r.get("_cause") or r.get("title") or "", vals))
-    fix = _unknowns(tailor_fix(r, render(r.get("_fix") or "", vals), facts, geo))
+    fix = render(r.get("_fix") or "", vals)
+    if not r.get("_fix_exact"):  # a reasoning rule's own fix is already specific
+        fix = tailor_fix(r, fix, facts, geo)
+    fix = _unknowns(fix)
     return Verdict(
         category=r["category"],
         cause=cause,
@@ -370,6 +373,7 @@ def _over_joined(r: dict[str, Any]) -> dict[str, Any] | None:
         "group can never form.",
         "_fix": "Give each job its own MASTER_PORT (or a fresh init file for file://, deleted "
         "before the run); make sure no earlier run of the job is still alive.",
+        "_fix_exact": True,
     }
 
 
@@ -396,6 +400,7 @@ def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "_fix": "Start exactly one process per rank: with Lightning under SLURM set "
                     "--ntasks-per-node to the GPUs per node (srun starts the processes, "
                     "Lightning does not spawn); with torchrun, one srun task per node.",
+                    "_fix_exact": True,
                 }
             else:
                 seen[key] = r
