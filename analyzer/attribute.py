@@ -9,7 +9,7 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import regex
@@ -401,8 +401,10 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             t = ev.stamp.to_datetime(year) if ev.stamp else None
             out.append((ev, Attribution(rank, local_rank, node_index, host, t)))
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
-    labelled = [(ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out]
-    return Attributed(labelled, geo, failures, year, roles)
+    for i, (ev, a) in enumerate(out):  # in place: one Attribution per event alive at a time
+        label = geo.node_label(a.host, a.node_index)
+        out[i] = (ev, Attribution(a.rank, a.local_rank, a.node_index, a.host, a.time, label))
+    return Attributed(out, geo, failures, year, roles)
 
 
 def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:
