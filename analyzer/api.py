@@ -69,7 +69,7 @@ class Analysis:
         """The verdict (computed on first use)."""
         fr = self.flightrec
         d = diagnose_rows(
-            [dict(r) for r in self.rows],
+            self.rows,  # read only: ``diagnose_rows`` never changes the rows it is given
             self.facts,
             self.attributed.geometry,
             ReadSummary(

@@ -9,7 +9,7 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import regex
@@ -26,6 +26,9 @@ class Roles:
     def __init__(self, catalog: Catalog | None) -> None:
         self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
         self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
+        self._names: dict[str, dict[str, str]] = {}
+        """Per pattern id: role -> the name of the first capture declaring it
+        (``Pattern.by_role``, asked once per pattern instead of once per event)."""
 
     def tags(self, ev: RawEvent) -> frozenset[str]:
         """The tags of the event's pattern."""
@@ -34,10 +37,21 @@ class Roles:
 
     def get(self, ev: RawEvent, role: str) -> str | None:
         """The captured value with this role, or None."""
-        p = self._by_id.get(ev.pattern_id)
-        name = p.by_role(role) if p else None
+        names = self._names.get(ev.pattern_id)
+        if names is None:
+            names = self._names[ev.pattern_id] = self._role_names(ev.pattern_id)
+        name = names.get(role)
         value = ev.fields.get(name) if name else None
         return value or None
+
+    def _role_names(self, pattern_id: str) -> dict[str, str]:
+        p = self._by_id.get(pattern_id)
+        out: dict[str, str] = {}
+        if p:
+            for c in p.captures.values():
+                if c.role:
+                    out.setdefault(c.role, c.name)
+        return out
 
     def all(self, ev: RawEvent) -> dict[str, str]:
         """Every captured value that has a role, keyed by role."""
@@ -417,8 +431,10 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             t = ev.stamp.to_datetime(year) if ev.stamp else None
             out.append((ev, Attribution(rank, local_rank, node_index, host, t, None, assumed)))
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
-    labelled = [(ev, replace(a, node=geo.node_label(a.host, a.node_index))) for ev, a in out]
-    return Attributed(labelled, geo, failures, year, roles)
+    for i, (ev, a) in enumerate(out):  # in place: one Attribution per event alive at a time
+        label = geo.node_label(a.host, a.node_index)
+        out[i] = (ev, Attribution(a.rank, a.local_rank, a.node_index, a.host, a.time, label))
+    return Attributed(out, geo, failures, year, roles)
 
 
 def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:

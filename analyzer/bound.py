@@ -161,4 +161,14 @@ class RepeatBound:
             ev = i.event
             ev.repeats = i.repeats
             evs.append(ev)
+        # Done: drop the groups and the builder (a reference cycle through ``build`` would keep
+        # every folded item, and the block it points into, alive until the next full
+        # garbage collection, which a job with many files and events rarely gets).
+        self._groups = {}
+        self._touched = []
+        self._build = _finished
         return evs
+
+
+def _finished(_args: Any) -> Any:
+    raise RuntimeError("RepeatBound.events() was already called")

@@ -152,6 +152,17 @@ class Pattern:
                 return c.name
         return None
 
+    def fields(self, m: _Match[str]) -> dict[str, str]:
+        """The named groups ``m`` captured, empty ones left out: ``m.groupdict()`` filtered,
+        read through ``m.groups()`` (a tenth of the cost; a name used twice is one group)."""
+        names: tuple[tuple[str, int], ...] | None = self.__dict__.get("_group_names")
+        if names is None:
+            names = self.__dict__["_group_names"] = tuple(
+                (n, i - 1) for n, i in self.regex.groupindex.items()
+            )
+        g = m.groups()
+        return {n: v for n, i in names if (v := g[i])}
+
     def search(self, message: str) -> _Match[str] | None:
         """Search ``message``; a user pattern that runs out of time is disabled, not fatal."""
         if self.disabled_reason:
@@ -268,7 +279,7 @@ class Catalog:
         for p in self.candidates(message):
             m = p.search(message)
             if m:
-                out.append(PatternMatch(p, {k: v for k, v in m.groupdict().items() if v}))
+                out.append(PatternMatch(p, p.fields(m)))
         specific = [pm for pm in out if match_priority(pm.pattern)[0] == 0]
         if specific:
             return [pm for pm in out if match_priority(pm.pattern)[0] != 1]

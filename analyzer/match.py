@@ -130,7 +130,7 @@ class LineMatcher:
                 continue
             m = p.search(msg)
             if m:
-                pm = PatternMatch(p, {k: v for k, v in m.groupdict().items() if v})
+                pm = PatternMatch(p, p.fields(m))
                 break
         if len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:

@@ -86,6 +86,24 @@ class Prefixed:
     """The process named by a Ray actor prefix ``(Actor pid=N ...)``."""
 
 
+_DIGITS = frozenset("0123456789")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_SRUN_FIRST = _DIGITS | {"P", " "}
+_PDSH_FIRST = _DIGITS | _LETTERS
+_PYLOG_FIRST = frozenset("VIWEFC")
+_BASIC_FIRST = frozenset("DIWEC")
+"""The ASCII characters each prefix can start with (``regex``'s ``\\d`` also matches other
+Unicode digits, so a character from ``\\x80`` up is always tried). A prefix that cannot start
+at the current position is not tried: most lines have one or two prefixes, and a failed
+``match`` call costs as much as the test that avoids it many times over."""
+
+
+def _may(first: frozenset[str], line: str, pos: int) -> bool:
+    """Whether a prefix whose first character is one of ``first`` may start at ``pos``."""
+    c = line[pos : pos + 1]
+    return c in first or c >= "\x80"
+
+
 def split_prefixes(line: str) -> Prefixed:
     """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message."""
     pos = 0
@@ -96,55 +114,73 @@ def split_prefixes(line: str) -> Prefixed:
     host: str | None = None
     worker_pid: int | None = None
 
-    quote = _QUOTE.match(line)
+    quote = _QUOTE.match(line) if line[:1] == ">" else None
     if quote:
         pos = quote.end()
-    m = _PYTEST.match(line, pos)
+    m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
     if m:
         pos = m.end()
-    m = _SRUN.match(line, pos)
+    m = _SRUN.match(line, pos) if _may(_SRUN_FIRST, line, pos) else None
     if m:
         task = int(m[1])
         pos = m.end()
     else:
-        m = _PDSH.match(line, pos)
+        m = _PDSH.match(line, pos) if _may(_PDSH_FIRST, line, pos) else None
         if m:
             host = m["host"]
             pos = m.end()
-    m = _OMPI.match(line, pos)
-    if m:
-        rank = int(m[1])
-        pos = m.end()
-    m = _RAY.match(line, pos)
-    if m:
-        worker_pid = int(m["pid"])
-        host = m["ip"] or host
-        pos = m.end()
-    m = _DETERMINED.match(line, pos)
-    if m:
-        rank = int(m[1])
-        pos = m.end()
-    m = _TAG.match(line, pos)
-    if m:
-        pos = m.end()
-    m = _TEE.match(line, pos)
-    if m:
-        local_rank = int(m[2])
-        pos = m.end()
-    else:
-        m = _TEMPLATE.match(line, pos)
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _OMPI.match(line, pos)
         if m:
             rank = int(m[1])
             pos = m.end()
-    m = _RANK.match(line, pos)
+    c = line[pos : pos + 1]
+    if c == "(" or c >= "\x80":
+        m = _RAY.match(line, pos)
+        if m:
+            worker_pid = int(m["pid"])
+            host = m["ip"] or host
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _DETERMINED.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    m = _TAG.match(line, pos) if _may(_LETTERS, line, pos) else None
     if m:
-        rank = int(m[1])
         pos = m.end()
-    m = _LIGHTNING.match(line, pos)
-    if m:
-        rank = int(m[1])
-        pos = m.end()
-    for rx in (_CPP, _PYLOG, _PY21, _BASIC):
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _TEE.match(line, pos)
+        if m:
+            local_rank = int(m[2])
+            pos = m.end()
+        else:
+            m = _TEMPLATE.match(line, pos)
+            if m:
+                rank = int(m[1])
+                pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _RANK.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _LIGHTNING.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    c = line[pos : pos + 1]
+    for rx in (
+        (_CPP, _PY21) if c == "["
+        else (_PYLOG, _BASIC) if c in _PYLOG_FIRST or c in _BASIC_FIRST
+        else (_CPP, _PYLOG, _PY21, _BASIC) if c >= "\x80"
+        else ()
+    ):
         m = rx.match(line, pos)
         if m:
             level = m["lvl"][0]
@@ -155,10 +191,12 @@ def split_prefixes(line: str) -> Prefixed:
                 pid = int(m["pid"])
             pos = m.end()
             break
-    m = _LIGHTNING.match(line, pos)
-    if m:
-        rank = int(m[1])
-        pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _LIGHTNING.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
     if quote and pos == quote.end() and not _QUOTED.match(line, pos):
         pos = 0  # Megatron's own "> " line, not a quote
     return Prefixed(line[pos:], task, local_rank, rank, level, stamp, pid, host, worker_pid)

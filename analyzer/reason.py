@@ -596,10 +596,11 @@ def _attempt_of(rows: list[dict[str, Any]]) -> None:
             left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
             if left.isdecimal() and most.isdecimal():
                 restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
-    for r in rows:
+    for i, r in enumerate(rows):
         marks = restarts.get(r["file"])
         if r.get("attempt") is None and marks:
-            r["attempt"] = max((a for ln, a in marks if ln < r["line"]), default=0)
+            # A new row in this list: the caller's rows are never changed.
+            rows[i] = {**r, "attempt": max((a for ln, a in marks if ln < r["line"]), default=0)}
 
 
 @dataclass(frozen=True)

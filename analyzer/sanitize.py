@@ -26,6 +26,10 @@ def decode(raw: bytes) -> str:
 
 def clean_line(text: str) -> str:
     """Strip ANSI sequences and control characters, keep the text after the last ``\\r``."""
+    if text.isprintable() and len(text) <= MAX_LINE_CHARS:
+        # Nothing to do: ESC, CSI, CR, LF and every C0/C1 control are unprintable (category
+        # Cc), so no branch below would change the text. Most lines take this path.
+        return text
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
     text = text.rstrip("\r\n")

@@ -81,3 +81,17 @@ def test_package_is_typed() -> None:
     import analyzer
 
     assert (Path(analyzer.__file__).parent / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("job", ["max-restarts", "exception-cascade"])
+def test_diagnosis_reads_the_rows_without_changing_them(job: str) -> None:
+    """The diagnosis is computed on ``a.rows`` themselves (no copy: the table of a large job
+    is its largest structure); restart attempts it assigns go to rows of its own."""
+    import copy
+
+    a = analyze(f"sample_logs/real/{job}", workers=1)
+    before = copy.deepcopy(a.rows)
+    d = a.diagnosis
+    assert a.rows == before
+    if job == "max-restarts":
+        assert d.verdict.attempt is not None

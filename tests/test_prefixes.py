@@ -161,3 +161,41 @@ def test_process_group_rank_in_watchdog_line_is_not_a_global_rank() -> None:
         "before timing out."
     )
     assert p.rank is None and p.message.startswith("[Rank 1] Watchdog caught")
+
+
+def test_clean_line_fast_path_is_sound() -> None:
+    """``clean_line`` returns a printable line untouched: every character its slow path would
+    remove or act on (ESC, CSI, CR, LF, tab, every C0/C1 control) is unprintable."""
+    for cp in [*range(0x00, 0x20), *range(0x7F, 0xA0)]:
+        assert not chr(cp).isprintable()
+    assert clean_line("plain [rank0]: é ✓ line") == "plain [rank0]: é ✓ line"
+
+
+def test_prefix_first_character_gates_are_sound() -> None:
+    """``split_prefixes`` tries a prefix only where its first character can start it: on every
+    position of many prefixed lines, each prefix that matches there starts with a character of
+    its gate (or one from ``\\x80`` up, always tried)."""
+    import analyzer.prefixes as px
+
+    lines = [
+        "P12   3: [default1]:[rank25]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] x",
+        "worker-1: [1,3]<stderr>:(RayTrainWorker pid=1193, ip=10.244.4.193) [c] [rank=3] x",
+        "10.0.0.1: i.pretrain/0 [default2]:[24]:[rank2]: [rank: 3] W0731 10:50:07.575000 3247 "
+        "a/api.py:897] ERROR:torch.x: INFO:torch: DEBUG:torch: CRITICAL:torch: > > x",
+        "[2024-01-20 07:54:42,803] torch.distributed.elastic: [WARNING] F1202 I1202 V1202 C1202",
+    ]
+    gates = [
+        (px._SRUN, px._SRUN_FIRST), (px._PDSH, px._PDSH_FIRST), (px._TAG, px._LETTERS),
+        (px._PYLOG, px._PYLOG_FIRST), (px._BASIC, px._BASIC_FIRST), (px._QUOTE, {">"}),
+        *[(rx, {"["}) for rx in (px._OMPI, px._DETERMINED, px._TEE, px._TEMPLATE, px._RANK,
+                                 px._LIGHTNING, px._CPP, px._PY21)],
+        (px._RAY, {"("}),
+    ]
+    hits = 0
+    for line in lines:
+        for i in range(len(line)):
+            for rx, first in gates:
+                if rx.match(line, i):
+                    hits += 1
+                    assert line[i] in first
+    assert hits > 30
