@@ -9,7 +9,7 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import regex
@@ -433,7 +433,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
     for i, (ev, a) in enumerate(out):  # in place: one Attribution per event alive at a time
         label = geo.node_label(a.host, a.node_index)
-        out[i] = (ev, Attribution(a.rank, a.local_rank, a.node_index, a.host, a.time, label))
+        out[i] = (ev, replace(a, node=label))
     return Attributed(out, geo, failures, year, roles)
 
 
