@@ -70,7 +70,7 @@ def writer(p: Prefixed) -> Writer:
 class _Traceback:
     """A traceback being read: the state that may cross block boundaries."""
 
-    __slots__ = ("anchor", "body", "exc", "first_line", "frames", "matches")
+    __slots__ = ("anchor", "body", "exc", "first_line", "frame_hit", "frames", "matches")
 
     def __init__(self, anchor: _Line, message: str) -> None:
         self.anchor = anchor
@@ -79,6 +79,8 @@ class _Traceback:
         self.frames: list[str] = []
         self.matches: list[tuple[PatternMatch, _Line]] = []
         self.exc: _Line | None = None
+        self.frame_hit: PatternMatch | None = None
+        """The innermost frame a ``frame``-tagged pattern names."""
 
 
 class EventBuilder:
@@ -190,6 +192,8 @@ class EventBuilder:
         pm = self.matcher.match(msg, raw, text, pos)
         if pm is not None and pm.pattern.role == "candidate":
             pm = None  # a generic error form: the assembled traceback says more
+        if pm is not None and fm and "frame" in pm.pattern.tags:
+            tb.frame_hit, pm = pm, None  # what the program was doing, not an event
         if pm is not None and pm.pattern.id == GENERIC_EXCEPTION_ID:
             pm = None  # the assembled traceback says more than the generic pattern
         line: _Line | None = None
@@ -228,6 +232,10 @@ class EventBuilder:
             pm = PatternMatch(TRACEBACK_PATTERN, fields)
             ev = self._event(pm, tb.exc or tb.anchor)
             ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
+            if tb.frame_hit is not None:  # e.g. raised under save_checkpoint: a checkpoint failure
+                fp = tb.frame_hit.pattern
+                ev.category, ev.fix = fp.category, fp.fix
+                ev.title += f" {fp.title}"
             if tb.exc is None:
                 ev.role = "symptom"  # a traceback cut before its exception line
         ev.traceback = "\n".join(tb.body)

@@ -74,6 +74,9 @@ TAGS: dict[str, str] = {
     "checkpoint-save-end": "a checkpoint save finished",
     "rank-claim": "a process announces the global rank it takes: one rank claimed twice in one "
     "file and attempt means two launchers assigned the same ranks (a rendezvous fault)",
+    "frame": "matches a traceback's frame line (`File \"...\", line N, in f`): a traceback no "
+    "pattern claims that runs through it takes the pattern's category (an exception raised "
+    "under save_checkpoint is a checkpoint failure)",
     "traceback-owner": "names the process whose traceback follows (mp.spawn's `-- Process N "
     "terminated with the following error:`): that traceback's events are its process's",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",

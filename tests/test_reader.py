@@ -341,3 +341,46 @@ def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
     r5 = by_rank(a.events).filter(by_rank(a.events)["rank"] == 5)
     assert r5["events"][0] == n
     assert sum(s["events"] for s in a.diagnosis.symptoms.values()) == n
+
+
+_SAVER = """
+import errno, os
+
+
+class Optimizer:
+    state = {{0: {{"exp_avg": None}}}}
+
+
+def shard(state):
+    {body}
+
+
+def save_checkpoint(iteration, optimizer):
+    return shard(optimizer.state[0])
+
+
+save_checkpoint(50, Optimizer())
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "category"),
+    [
+        # an uncatalogued exception under save_checkpoint: a checkpoint failure
+        ('return tuple(state["exp_avg"].shape)', "checkpoint"),
+        # a specific pattern on the exception line still wins (storage)
+        ('raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))', "storage"),
+    ],
+)
+def test_a_traceback_through_checkpoint_code_is_a_checkpoint_failure(
+    tmp_path: Path, body: str, category: str
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "saver.py"
+    script.write_text(_SAVER.format(body=body))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert out.returncode == 1 and "in save_checkpoint" in out.stderr
+    v = analyze(_job(tmp_path, out.stderr), workers=1).diagnosis.verdict
+    assert v.category == category, v
