@@ -16,6 +16,7 @@ from typing import Any
 
 import regex
 
+from analyzer import explain
 from analyzer.attribute import Geometry
 from analyzer.catalog import render
 from analyzer.categories import SLURM_END_CATEGORIES, info, strength
@@ -157,16 +158,13 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
             if _tagged(r, "death") and r["time"] is not None and r["time"] < chosen["time"] - SKEW
         ]
         if died:
-            v.rank_note = (
-                f"a worker died before this link error ({died[0]['file']}:{died[0]['line']}); "
-                "the reporting rank is not blamed"
-            )
+            _why(v, "peer-died-first", file=died[0]["file"], line=died[0]["line"])
             return
     if len(ranks) == 1:
         r = near[0]
         v.rank, v.local_rank = r["rank"], r.get("local_rank")
         v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
-        v.rank_note = f"rank from {r['file']}:{r['line']}"
+        _why(v, "from-line", file=r["file"], line=r["line"])
         v.evidence.append(_evidence(r))
 
 
@@ -187,19 +185,19 @@ def _root_verdict(
         if t0 is not None and t1 is not None and t1 - t0 > SKEW:
             first = same[0]
             v = _verdict_from(first, facts, geo, conf)
-            v.rank_note = f"{who} failed the same way; rank {first['rank']} was first"
+            _why(v, "same-way-first", who=who, rank=first["rank"])
         else:
             v.rank = v.local_rank = None
             if every:
                 v.node = v.node_index = None
-            v.rank_note = f"{who} failed the same way at the same time: no single rank to blame"
+            _why(v, "same-way-together", who=who)
         for r in same[1:3]:
             v.evidence.append(_evidence(r))
     elif chosen.get("rank") is None:
         _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
-        if v.rank is None and not v.rank_note:
+        if v.rank is None and not v.rank_rule:
             _only_death(v, rows)
-    if v.node is None and v.rank is None and not v.rank_note:
+    if v.node is None and v.rank is None and not v.rank_rule:
         _enrich_node(v, chosen, rows, geo)
     uniform = info(chosen["category"]).uniform or _tagged(chosen, "uniform")
     if v.rank is not None and len(same) < 2 and uniform:
@@ -230,8 +228,13 @@ def _only_death(v: Verdict, rows: list[dict[str, Any]]) -> None:
     (r,) = dead.values()
     v.rank, v.local_rank = r["rank"], r.get("local_rank")
     v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
-    v.rank_note = f"the only worker the launcher reports dead ({r['file']}:{r['line']})"
+    _why(v, "only-death", file=r["file"], line=r["line"])
     v.evidence.append(_evidence(r))
+
+
+def _why(v: Verdict, rule: str, **facts: Any) -> None:
+    """Record how the verdict's rank was settled; ``explain.finish`` words it."""
+    v.rank_rule, v.rank_facts = rule, facts
 
 
 def _uniform_rank(v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]]) -> None:
@@ -249,10 +252,7 @@ def _uniform_rank(v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]]
     }
     if others:
         return
-    v.rank_note = (
-        f"every rank raises this alike at start-up; the logs show it on rank {v.rank} only, "
-        "which names no culprit"
-    )
+    _why(v, "uniform", rank=v.rank)
     v.rank = v.local_rank = None
 
 
@@ -288,15 +288,12 @@ def _enrich_node(
     elif below:
         first = min(below, key=lambda r: r["line"])
     else:
-        v.rank_note = (
-            f"the line carries no node label, and {len(tasks)} srun tasks exited on their own: "
-            "no node is named"
-        )
+        _why(v, "srun-exits-many", tasks=len(tasks))
         return
     task = int(first["_roles"]["task"])
     v.node_index = task
     v.node = geo.node_label(geo.task_hosts.get(task), task)
-    v.rank_note = f"node from srun's exit of task {task} ({first['file']}:{first['line']})"
+    _why(v, "srun-exit", task=task, file=first["file"], line=first["line"])
 
 
 def _hang_verdict(
@@ -309,7 +306,8 @@ def _hang_verdict(
     ranks = len({r["rank"] for r in timeouts if r.get("rank") is not None})
     op = first.get("op")
     seq = first.get("seq")
-    what = f"{op} SeqNum {seq}" if op and seq else "a collective"
+    what = explain.collective(op, seq)
+    v.rule = "hang"
     if finding.rank is not None:
         culprit_rows = [r for r in rows if r.get("rank") == finding.rank]
         node = next((r["node"] for r in culprit_rows if r.get("node")), None)
@@ -326,20 +324,14 @@ def _hang_verdict(
                 r["host"] for r in rows if r.get("node_index") == v.node_index and r.get("host")
             }
             v.node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, v.node_index)
-        v.cause = (
-            f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
-            f"{finding.rank}: {finding.reason}."
-        )
-        v.rank_note = finding.reason
+        v.cause = explain.hang_cause(ranks, what, finding.rank, finding.reason)
+        _why(v, "culprit", reason=finding.reason)
         v.evidence = [_evidence(r) for r in finding.rows] + [_evidence(first)]
     else:
         v.rank = v.local_rank = v.node_index = None
         v.node = None
-        v.cause = (
-            f"The job hung: {ranks} rank(s) timed out in {what}, and {finding.reason}, so no "
-            "rank is accused."
-        )
-        v.rank_note = finding.reason
+        v.cause = explain.hang_cause(ranks, what, None, finding.reason)
+        _why(v, "culprit", reason=finding.reason)
     base = render(first.get("_fix") or "", _values(first, facts))
     v.fix = tailor_fix({**first, "category": "collective_timeout"}, base, facts, geo)
     return v
@@ -351,7 +343,8 @@ def _slurm_end_verdict(
     end = min(ends, key=_key)
     v = _verdict_from(end, facts, geo, 0.85)
     v.rank = v.local_rank = None
-    v.rank_note = "SLURM ended every task of the job"
+    v.rule = "slurm-end"
+    _why(v, "slurm-end")
     return v
 
 
@@ -367,12 +360,9 @@ def _over_joined(r: dict[str, Any]) -> dict[str, Any] | None:
         **r,
         "role": "root",
         "category": "rendezvous",
-        "title": "More workers joined than the world size",
-        "_cause": f"{joined} workers registered in a store meant for a world of {world}: "
-        "another job (or an earlier run's file:// store) shares this store, so the process "
-        "group can never form.",
-        "_fix": "Give each job its own MASTER_PORT (or a fresh init file for file://, deleted "
-        "before the run); make sure no earlier run of the job is still alive.",
+        "title": explain.OVER_JOINED_TITLE,
+        "_cause": explain.over_joined_cause(joined, world),
+        "_fix": explain.OVER_JOINED_FIX,
         "_fix_exact": True,
     }
 
@@ -393,13 +383,11 @@ def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     **r,
                     "role": "root",
                     "category": "rendezvous",
-                    "title": "The same global rank claimed twice",
-                    "_cause": f"Global rank {rank} was claimed twice ({r['file']} lines "
-                    f"{first['line']} and {r['line']}): two launchers assign the same ranks, so "
-                    "the process group can never form and the job hangs at start-up.",
-                    "_fix": "Start exactly one process per rank: with Lightning under SLURM set "
-                    "--ntasks-per-node to the GPUs per node (srun starts the processes, "
-                    "Lightning does not spawn); with torchrun, one srun task per node.",
+                    "title": explain.CLAIMED_TWICE_TITLE,
+                    "_cause": explain.claimed_twice_cause(
+                        rank, r["file"], first["line"], r["line"]
+                    ),
+                    "_fix": explain.CLAIMED_TWICE_FIX,
                     "_fix_exact": True,
                 }
             else:
@@ -413,7 +401,7 @@ def _victim_rank(v: Verdict, symptom: dict[str, Any]) -> None:
     records that rank's own death): the rank is where the failure showed, not where it
     began."""
     if v.rank is not None and not _tagged(symptom, "death"):
-        v.rank_note = f"rank {v.rank} only showed a symptom; no rank is named"
+        _why(v, "victim", rank=v.rank)
         v.rank = v.local_rank = None
 
 
@@ -423,9 +411,7 @@ def _say_if_assumed(v: Verdict, rows: list[dict[str, Any]]) -> None:
     if v.rank is None:
         return
     mine = [r for r in rows if r.get("rank") == v.rank]
-    if mine and all(r.get("_rank_assumed") for r in mine):
-        said = "assumed global rank = local rank: the logs show a single node"
-        v.rank_note = f"{v.rank_note}; {said}" if v.rank_note else said
+    v.rank_assumed = bool(mine) and all(r.get("_rank_assumed") for r in mine)
 
 
 def decide(
@@ -441,6 +427,7 @@ def decide(
 
     if roots:
         v = _root_verdict(roots, rows, facts, geo)
+        v.rule = "root"
         seen = {(v.category, v.pattern_id)}
         for r in sorted(roots, key=_key):
             if (r["category"], r["pattern_id"]) not in seen and len(alternatives) < 3:
@@ -470,7 +457,8 @@ def decide(
                 first = min((r for r in before if r["category"] == cat), key=_key)
                 v = _verdict_from(first, facts, geo, 0.6)
             alternatives.append(_slurm_end_verdict(ends, rows, facts, geo))
-            v.cause += f" SLURM then ended the job ({end['title'] or end['category']})."
+            v.cause += explain.then_slurm_ended(end["title"] or end["category"])
+            v.rule = "end-after-symptoms"
             return v, alternatives, "failed"
         return _slurm_end_verdict(ends, rows, facts, geo), alternatives, "failed"
 
@@ -480,6 +468,7 @@ def decide(
     if promotable:
         first = _earliest(promotable)
         v = _verdict_from(first, facts, geo, 0.6)
+        v.rule = "death-record"
         return v, alternatives, "failed"
     timeouts = [r for r in symptoms if r["category"] == "collective_timeout"]
     if timeouts:
@@ -492,26 +481,23 @@ def decide(
             first = _earliest([r for r in symptoms if r["category"] == cat])
             v = _verdict_from(first, facts, geo, 0.5)
             _victim_rank(v, first)
+            v.rule = "symptoms"
             return v, alternatives, "failed"
         v = _verdict_from(first, facts, geo, 0.2)
         _victim_rank(v, first)
         v.category = "unknown"
-        v.title = "Failure with no named cause"
-        v.cause = (
-            "The job failed, but no line in its logs names a cause: the earliest sign is "
-            f"“{first['title'] or first['pattern_id']}”."
-        )
-        v.fix = (
-            "Look at the evidence below; if the cause is in a line no pattern knows, add a "
-            "pattern with --patterns DIR."
-        )
+        v.title = explain.UNKNOWN_TITLE
+        v.cause = explain.unknown_cause(first["title"] or first["pattern_id"])
+        v.fix = explain.UNKNOWN_FIX
+        v.rule = "unknown"
         return v, alternatives, "failed"
     v = Verdict(
         category="none",
-        cause="No failure was found in the logs.",
-        fix="Nothing to fix.",
+        cause=explain.NONE_CAUSE,
+        fix=explain.NONE_FIX,
         confidence=0.8,
-        title="No failure",
+        title=explain.NONE_TITLE,
+        rule="none",
     )
     return v, alternatives, "ok"
 
@@ -556,10 +542,7 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
             delta = min(times) - v.time
             if delta.total_seconds() > 1:
                 when = f" {_human(delta)} later"
-        who = f"{len(ranks):,} rank{'s' if len(ranks) != 1 else ''}" if ranks else "the job"
-        lines.append(
-            f"{who} then hit “{what}”{when} ({n:,} line{'s' if n != 1 else ''}) — downstream"
-        )
+        lines.append(explain.downstream_line(explain.ranks_phrase(len(ranks)), what, when, n))
     return out, lines
 
 
@@ -648,13 +631,18 @@ def diagnose_rows(
             if x.attempt != v.attempt and x.category not in echoes:
                 alts.insert(0, x)
         n = len(per_attempt)
-        v.cause += f" (attempt {v.attempt} of {n}; see the per-attempt verdicts)"
+        v.cause += explain.attempt_suffix(v.attempt, n)
     if status == "failed" and candidates:
         inferred, _ranked = infer(v, rows, candidates, _world(facts, geo), baseline)
         if inferred is not v:
             alts.insert(0, v)
             v = inferred
+            v.rule = "inferred"
     _say_if_assumed(v, rows)
+    for a in alts:
+        a.rule = a.rule or "alternative"
+    for x in {id(x): x for x in (v, *alts, *per_attempt)}.values():
+        explain.finish(x)
     symptoms, lines = _summarise(rows, v)
     ranks: dict[int, dict[str, Any]] = {
         r["rank"]: {

@@ -71,6 +71,14 @@ class Verdict:
     the fingerprint's input, independent of the rendered wording."""
     unknown: dict[str, Any] | None = None
     """For a verdict inferred from a line no pattern knows: its template and fingerprint."""
+    rule: str | None = None
+    """The decision rule that chose this verdict (``analyzer.explain.RULES``)."""
+    rank_rule: str | None = None
+    """How the rank was settled (or why none is named); ``rank_note`` says it in words."""
+    rank_facts: dict[str, Any] = field(default_factory=dict)
+    """The facts behind ``rank_rule`` (file, line, ranks ...), for the note."""
+    rank_assumed: bool = False
+    """The rank is a local rank taken as global: the logs show a single node."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
@@ -89,6 +97,8 @@ class Verdict:
             "node_index": self.node_index,
             "rank_note": self.rank_note,
             "attempt": self.attempt,
+            "rule": self.rule,
+            "rank_rule": self.rank_rule,
         }
         if self.unknown is not None:
             d["unknown"] = self.unknown

@@ -333,3 +333,28 @@ def test_catalog_json_schema_enums_are_the_code_tables() -> None:
     typed = p["captures"]["additionalProperties"]["oneOf"]
     assert typed[0]["enum"] == list(c.CAPTURE_TYPES)
     assert typed[1]["properties"]["role"]["enum"] == list(c.CAPTURE_ROLES)
+
+
+def test_decision_ids_are_documented_and_in_the_schema() -> None:
+    """Every rule and rank rule id the reasoning records is in docs/decisions.md and the JSON
+    Schema (scripts rely on the ids)."""
+    import json
+
+    from analyzer import explain
+
+    doc = Path("docs/decisions.md").read_text(encoding="utf-8")
+    schema = json.loads(Path("docs/schema/diagnose.schema.json").read_text(encoding="utf-8"))
+    props = schema["$defs"]["verdict"]["properties"]
+    assert props["rule"]["enum"] == [*explain.RULES, None]
+    assert props["rank_rule"]["enum"] == [*explain.RANK_NOTES, None]
+    for rid in [*explain.RULES, *explain.RANK_NOTES]:
+        assert f"| `{rid}` |" in doc, rid
+
+
+def test_the_reasoning_writes_no_sentences() -> None:
+    """Decide, then explain: rank notes and the reasoning's own causes come from explain.py."""
+    import re
+
+    src = Path("analyzer/reason.py").read_text(encoding="utf-8")
+    assert not re.search(r"rank_note\s*=", src)
+    assert not re.search(r"\.cause\s*=\s*\(?\s*f?\"", src)

@@ -1,0 +1,156 @@
+"""English for the decisions: the one place that turns what the reasoning decided into words.
+
+The reasoning (``analyzer.reason``) records *what* it decided on each verdict — the rule that
+chose it (``Verdict.rule``) and how the rank was settled (``Verdict.rank_rule`` with the facts
+behind it in ``Verdict.rank_facts``) — and never writes a sentence itself. The functions here
+write every sentence the reasoning needs; ``finish`` renders the rank note of a verdict once the
+decision is complete. Pattern text (a catalog ``cause``/``fix`` filled with captures) is
+rendered by ``analyzer.catalog.render``; fixes tailored to the job by ``analyzer.fixes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.verdict import Verdict
+
+RULES: dict[str, str] = {
+    "root": "the earliest root that explains the others",
+    "end-after-symptoms": "symptoms before a SLURM end: the end only confirmed them",
+    "slurm-end": "SLURM ended the job and nothing failed before",
+    "death-record": "no root line: a worker's death record",
+    "hang": "only collective timeouts: a hang, with a culprit only from evidence",
+    "symptoms": "only symptoms, most of them of one class",
+    "unknown": "only symptoms of no class",
+    "none": "no failure in the logs",
+    "inferred": "a line no pattern knows, inferred from its place in the failure",
+    "alternative": "considered and not preferred (an alternative of the verdict)",
+}
+"""The decision rules a verdict can come from (``Verdict.rule``); docs/decisions.md explains
+each."""
+
+RANK_NOTES: dict[str, str] = {
+    "from-line": "rank from {file}:{line}",
+    "peer-died-first": (
+        "a worker died before this link error ({file}:{line}); the reporting rank is not blamed"
+    ),
+    "same-way-first": "{who} failed the same way; rank {rank} was first",
+    "same-way-together": "{who} failed the same way at the same time: no single rank to blame",
+    "uniform": (
+        "every rank raises this alike at start-up; the logs show it on rank {rank} only, which "
+        "names no culprit"
+    ),
+    "only-death": "the only worker the launcher reports dead ({file}:{line})",
+    "srun-exit": "node from srun's exit of task {task} ({file}:{line})",
+    "srun-exits-many": (
+        "the line carries no node label, and {tasks} srun tasks exited on their own: no node is "
+        "named"
+    ),
+    "victim": "rank {rank} only showed a symptom; no rank is named",
+    "slurm-end": "SLURM ended every task of the job",
+    "culprit": "{reason}",
+}
+"""How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
+
+ASSUMED = "assumed global rank = local rank: the logs show a single node"
+
+
+def rank_note(rule: str, facts: dict[str, Any]) -> str:
+    """The note for a rank settled by ``rule`` with ``facts``."""
+    return RANK_NOTES[rule].format(**facts)
+
+
+def finish(v: Verdict) -> None:
+    """Render the rank note of a decided verdict (its rule, then the single-node assumption)."""
+    note = rank_note(v.rank_rule, v.rank_facts) if v.rank_rule else v.rank_note
+    if v.rank_assumed:
+        note = f"{note}; {ASSUMED}" if note else ASSUMED
+    v.rank_note = note
+
+
+def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
+    """The cause of a hang verdict."""
+    if culprit is not None:
+        return (
+            f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
+            f"{culprit}: {reason}."
+        )
+    return (
+        f"The job hung: {ranks} rank(s) timed out in {what}, and {reason}, so no rank is accused."
+    )
+
+
+def collective(op: str | None, seq: str | None) -> str:
+    """A collective as a hang cause names it."""
+    return f"{op} SeqNum {seq}" if op and seq else "a collective"
+
+
+def then_slurm_ended(what: str) -> str:
+    """Appended to a cause that a SLURM end only confirmed."""
+    return f" SLURM then ended the job ({what})."
+
+
+def attempt_suffix(attempt: int | None, attempts: int) -> str:
+    """Appended to the cause of a job that restarted."""
+    return f" (attempt {attempt} of {attempts}; see the per-attempt verdicts)"
+
+
+UNKNOWN_TITLE = "Failure with no named cause"
+UNKNOWN_FIX = (
+    "Look at the evidence below; if the cause is in a line no pattern knows, add a pattern "
+    "with --patterns DIR."
+)
+
+
+def unknown_cause(first_sign: str) -> str:
+    """The cause of a failure whose logs name none."""
+    return (
+        "The job failed, but no line in its logs names a cause: the earliest sign is "
+        f"“{first_sign}”."
+    )
+
+
+NONE_TITLE = "No failure"
+NONE_CAUSE = "No failure was found in the logs."
+NONE_FIX = "Nothing to fix."
+
+OVER_JOINED_TITLE = "More workers joined than the world size"
+OVER_JOINED_FIX = (
+    "Give each job its own MASTER_PORT (or a fresh init file for file://, deleted before the "
+    "run); make sure no earlier run of the job is still alive."
+)
+
+
+def over_joined_cause(joined: str, world: str) -> str:
+    """More workers registered in a store than the world holds."""
+    return (
+        f"{joined} workers registered in a store meant for a world of {world}: another job (or "
+        "an earlier run's file:// store) shares this store, so the process group can never form."
+    )
+
+
+CLAIMED_TWICE_TITLE = "The same global rank claimed twice"
+CLAIMED_TWICE_FIX = (
+    "Start exactly one process per rank: with Lightning under SLURM set --ntasks-per-node to "
+    "the GPUs per node (srun starts the processes, Lightning does not spawn); with torchrun, "
+    "one srun task per node."
+)
+
+
+def claimed_twice_cause(rank: int, file: str, first_line: int, line: int) -> str:
+    """One global rank claimed by two processes."""
+    return (
+        f"Global rank {rank} was claimed twice ({file} lines {first_line} and {line}): two "
+        "launchers assign the same ranks, so the process group can never form and the job hangs "
+        "at start-up."
+    )
+
+
+def downstream_line(who: str, what: str, when: str, lines: int) -> str:
+    """One line of the downstream-symptom summary."""
+    return f"{who} then hit “{what}”{when} ({lines:,} line{'s' if lines != 1 else ''}) — downstream"
+
+
+def ranks_phrase(n: int) -> str:
+    """``1 rank`` / ``1,024 ranks``, or ``the job`` when no rank is known."""
+    return f"{n:,} rank{'s' if n != 1 else ''}" if n else "the job"
