@@ -230,7 +230,32 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles)
     if _one_node(scans, failures, roles, g):
         g.one_node = True
         g.evidence.append("one node: no srun label, one host, no rank beyond a local rank")
+    if g.world_size is None and _one_worker(scans, roles, g):
+        g.world_size = 1
+        g.evidence.append("one worker: the launcher killed a single subprocess, on one host")
     return g
+
+
+def _one_worker(scans: list[FileScan], roles: Roles, g: Geometry) -> bool:
+    """Whether the launcher started one worker in all: its teardown (tag ``subprocess-kill``)
+    names every worker it started, and here it names one pid, on one host, with no rank or
+    local rank above 0 and no srun task anywhere."""
+    if g.task_hosts or g.task_is_rank or (g.nnodes or 1) > 1:
+        return False
+    pids: set[int] = set()
+    hosts: set[str] = set()
+    for sc in scans:
+        for ev in sc.events:
+            if ev.task is not None or (ev.rank or 0) > 0 or (ev.local_rank or 0) > 0:
+                return False
+            if (roles.int(ev, "global_rank") or 0) > 0 or (roles.int(ev, "local_rank") or 0) > 0:
+                return False
+            h = roles.get(ev, "host") or ev.nccl_host
+            if h:
+                hosts.add(short_host(h) or h)
+            if "subprocess-kill" in roles.tags(ev) and (pid := roles.int(ev, "pid")) is not None:
+                pids.add(pid)
+    return len(pids) == 1 and len(hosts) <= 1
 
 
 def _one_node(

@@ -77,6 +77,8 @@ TAGS: dict[str, str] = {
     "frame": "matches a traceback's frame line (`File \"...\", line N, in f`): a traceback no "
     "pattern claims that runs through it takes the pattern's category (an exception raised "
     "under save_checkpoint is a checkpoint failure)",
+    "subprocess-kill": "a launcher kills one of the workers it started while tearing the job "
+    "down (DeepSpeed, torch.distributed.launch 1.x); it names every worker it started",
     "traceback-owner": "names the process whose traceback follows (mp.spawn's `-- Process N "
     "terminated with the following error:`): that traceback's events are its process's",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",

@@ -47,6 +47,7 @@ RANK_NOTES: dict[str, str] = {
         "named"
     ),
     "victim": "rank {rank} only showed a symptom; no rank is named",
+    "only-rank": "the job ran a single process: rank 0",
     "slurm-end": "SLURM ended every task of the job",
     "culprit": "{reason}",
 }

@@ -232,6 +232,14 @@ def _only_death(v: Verdict, rows: list[dict[str, Any]]) -> None:
     v.evidence.append(_evidence(r))
 
 
+def _only_rank(v: Verdict, geo: Geometry) -> None:
+    """A job of one process failed on its only rank, 0 (unless a rule already said why no
+    rank is named)."""
+    if v.rank is None and not v.rank_rule and geo.world_size == 1:
+        v.rank, v.local_rank = 0, 0
+        _why(v, "only-rank")
+
+
 def _why(v: Verdict, rule: str, **facts: Any) -> None:
     """Record how the verdict's rank was settled; ``explain.finish`` words it."""
     v.rank_rule, v.rank_facts = rule, facts
@@ -619,6 +627,8 @@ def diagnose_rows(
             va.attempt = a
             per_attempt.append(va)
     v, alts, status = decide(rows, facts, geo)
+    if status == "failed":
+        _only_rank(v, geo)
     if per_attempt:
         first = next((x for x in per_attempt if x.category not in ("none", "unknown")), None)
         if first is not None and (first.category, first.pattern_id) != (v.category, v.pattern_id):

@@ -156,3 +156,25 @@ def test_a_symptom_alone_names_no_rank(tmp_path: Path) -> None:
                  "allgather or broadcast a tensor after one of the ranks finished execution.")
     assert (v.category, v.rank) == ("unknown", None)
     assert v.rank_note and "symptom" in v.rank_note
+
+
+KILLING = (
+    "[2023-07-04 17:31:27,755] [INFO] [launch.py:315:sigkill_handler] Killing subprocess {pid}"
+)
+OOM = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 978.00 MiB "
+    "(GPU 0; 79.15 GiB total capacity; 77.36 GiB already allocated; 97.25 MiB free; 77.94 GiB "
+    "reserved in total by PyTorch)"
+)
+
+
+def test_a_launcher_that_started_one_worker_makes_a_one_rank_job(tmp_path: Path) -> None:
+    """DeepSpeed's teardown names every worker it started: one pid in all is a one-process
+    job, whose failure is rank 0's."""
+    v = _verdict(tmp_path, OOM, KILLING.format(pid=953850))
+    assert (v.category, v.rank, v.rank_rule) == ("cuda_oom", 0, "only-rank")
+
+
+def test_a_launcher_that_started_two_workers_names_no_rank_by_itself(tmp_path: Path) -> None:
+    v = _verdict(tmp_path, OOM, KILLING.format(pid=27636), KILLING.format(pid=27637))
+    assert (v.category, v.rank) == ("cuda_oom", None)
