@@ -227,85 +227,100 @@ def _geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles)
         g.evidence.append(f"world size {g.world_size} on one node")
     if g.nproc_per_node and g.world_size and not g.nnodes:
         g.nnodes = max(1, g.world_size // g.nproc_per_node)
-    if _one_node(scans, failures, roles, g):
+    seen = _seen(scans, failures, roles)
+    if _one_node(seen, g):
         g.one_node = True
         g.evidence.append("one node: no srun label, one host, no rank beyond a local rank")
-    if g.world_size is None and _one_worker(scans, roles, g):
+    if g.world_size is None and _one_worker(seen, g):
         g.world_size = 1
         g.evidence.append("one worker: the launcher killed a single subprocess, on one host")
     return g
 
 
-def _one_worker(scans: list[FileScan], roles: Roles, g: Geometry) -> bool:
-    """Whether the launcher started one worker in all: its teardown (tag ``subprocess-kill``)
-    names every worker it started, and here it names one pid, on one host, with no rank or
-    local rank above 0 and no srun task anywhere."""
-    if g.task_hosts or g.task_is_rank or (g.nnodes or 1) > 1:
-        return False
-    pids: set[int] = set()
-    hosts: set[str] = set()
-    for sc in scans:
-        for ev in sc.events:
-            if ev.task is not None or (ev.rank or 0) > 0 or (ev.local_rank or 0) > 0:
-                return False
-            if (roles.int(ev, "global_rank") or 0) > 0 or (roles.int(ev, "local_rank") or 0) > 0:
-                return False
-            h = roles.get(ev, "host") or ev.nccl_host
-            if h:
-                hosts.add(short_host(h) or h)
-            if "subprocess-kill" in roles.tags(ev) and (pid := roles.int(ev, "pid")) is not None:
-                pids.add(pid)
-    return len(pids) == 1 and len(hosts) <= 1
+_LOOPBACK = ("localhost", "127.0.0.1")
 
 
-def _one_node(
-    scans: list[FileScan], failures: list[ChildFailure], roles: Roles, g: Geometry
-) -> bool:
-    """Whether the logs show a single-node job, so that local rank N is global rank N.
+@dataclass
+class _Seen:
+    """What the events say about the job's extent, gathered in one pass for the single-node
+    and single-worker tests."""
 
-    Any sign of a second node says no: an srun label or task line, two host names, a node
-    count or a world size above the processes per node, a global rank that differs from its
-    local rank. A paste of one node's log from a multi-node job usually shows one of these
-    (NCCL's and torchrun's prefixes name the host; ``[rankN]`` prefixes give global ranks)."""
-    if g.nnodes is not None:
-        return g.nnodes == 1
-    if g.task_hosts or g.task_is_rank:
-        return False
-    if g.world_size and g.nproc_per_node and g.world_size > g.nproc_per_node:
-        return False
-    hosts: set[str] = set()
-    locals_seen: set[int] = set()
-    globals_seen: set[int] = set()
+    task: bool = False
+    """Some line carries an srun label."""
+    mismatch: bool = False
+    """Some line or ChildFailedError record gives a global rank other than its local rank."""
+    hosts: set[str] = field(default_factory=set)
+    """Host names (loopback names left out: torchrun's FQDN ``localhost`` names no node)."""
+    locals: set[int] = field(default_factory=set)
+    globals: set[int] = field(default_factory=set)
+    killed: set[int] = field(default_factory=set)
+    """Worker pids a launcher's teardown names (tag ``subprocess-kill``)."""
+
+
+def _seen(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> _Seen:
+    out = _Seen()
     for sc in scans:
         if sc.file.node_hint:
-            hosts.add(short_host(sc.file.node_hint) or "")
+            out.hosts.add(short_host(sc.file.node_hint) or "")
         for ev in sc.events:
-            if ev.task is not None:
-                return False
+            out.task = out.task or ev.task is not None
             h = roles.get(ev, "host") or ev.nccl_host
-            if h and h not in ("localhost", "127.0.0.1"):
-                hosts.add(short_host(h) or h)
+            if h and h not in _LOOPBACK:
+                out.hosts.add(short_host(h) or h)
             lr = ev.local_rank if ev.local_rank is not None else roles.int(ev, "local_rank")
             r = ev.rank if ev.rank is not None else roles.int(ev, "global_rank")
             if lr is not None:
-                locals_seen.add(lr)
+                out.locals.add(lr)
             if r is not None:
-                globals_seen.add(r)
-                if lr is not None and lr != r:
-                    return False
+                out.globals.add(r)
+                out.mismatch = out.mismatch or (lr is not None and lr != r)
+            if "subprocess-kill" in roles.tags(ev) and (pid := roles.int(ev, "pid")) is not None:
+                out.killed.add(pid)
     for cf in failures:
         if cf.rank is not None and cf.local_rank is not None and cf.rank != cf.local_rank:
-            return False
-        if cf.host and cf.host not in ("localhost", "127.0.0.1"):
-            hosts.add(short_host(cf.host) or cf.host)
-    if len(hosts) > 1:
+            out.mismatch = True
+        if cf.host and cf.host not in _LOOPBACK:
+            out.hosts.add(short_host(cf.host) or cf.host)
+    return out
+
+
+def _many_nodes(seen: _Seen, g: Geometry) -> bool:
+    """Any sign of a second node: an srun label or task line, two host names, a global rank
+    other than its local rank, or a global rank no local rank reaches."""
+    return (
+        bool(g.task_hosts)
+        or g.task_is_rank
+        or seen.task
+        or seen.mismatch
+        or len(seen.hosts) > 1
+        or bool(seen.globals and seen.locals and max(seen.globals) > max(seen.locals))
+    )
+
+
+def _one_worker(seen: _Seen, g: Geometry) -> bool:
+    """Whether the launcher started one worker in all: its teardown names every worker it
+    started, and here it names one pid, with no sign of a second node or of a rank above 0."""
+    if (g.nnodes or 1) > 1 or _many_nodes(seen, g):
         return False
-    # a global rank no local rank reaches: ranks of another node
-    if globals_seen and locals_seen and max(globals_seen) > max(locals_seen):
+    return len(seen.killed) == 1 and not any(x > 0 for x in seen.locals | seen.globals)
+
+
+def _one_node(seen: _Seen, g: Geometry) -> bool:
+    """Whether the logs show a single-node job, so that local rank N is global rank N.
+
+    Any sign of a second node says no (``_many_nodes``), as do a node count or a world size
+    above the processes per node. A paste of one node's log from a multi-node job usually
+    shows one of these (NCCL's and torchrun's prefixes name the host; ``[rankN]`` prefixes give
+    global ranks)."""
+    if g.nnodes is not None:
+        return g.nnodes == 1
+    if g.world_size and g.nproc_per_node and g.world_size > g.nproc_per_node:
         return False
-    if g.world_size and locals_seen and g.world_size <= max(locals_seen):
+    if _many_nodes(seen, g):
         return False
-    return bool(locals_seen)
+    if g.world_size and seen.locals and g.world_size <= max(seen.locals):
+        return False
+    return bool(seen.locals)
 
 
 def _one_task_per_rank(scans: list[FileScan], votes: Counter[int]) -> bool:

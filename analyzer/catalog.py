@@ -35,11 +35,19 @@ _ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
 """A candidate loses to every other pattern on the same line."""
 
 
+SPECIFIC, FALLBACK, CANDIDATE = 0, 1, 2
+"""The tiers of ``tier``: a line is kept by the lowest tier that matches it."""
+
+
+def tier(p: Pattern) -> int:
+    """``CANDIDATE`` for a generic error form, ``FALLBACK`` for a catch-all, else ``SPECIFIC``."""
+    return CANDIDATE if p.role == "candidate" else FALLBACK if "fallback" in p.tags else SPECIFIC
+
+
 def match_priority(p: Pattern) -> tuple[int, int]:
     """Which pattern keeps a line when several match (lower wins, then catalog order): every
     specific pattern before a ``fallback`` catch-all, before a ``candidate``; then by role."""
-    tier = 2 if p.role == "candidate" else 1 if "fallback" in p.tags else 0
-    return (tier, _ROLE_ORDER[p.role])
+    return (tier(p), _ROLE_ORDER[p.role])
 
 
 PATTERN_KEYS: frozenset[str] = frozenset(
@@ -280,9 +288,8 @@ class Catalog:
             m = p.search(message)
             if m:
                 out.append(PatternMatch(p, p.fields(m)))
-        specific = [pm for pm in out if match_priority(pm.pattern)[0] == 0]
-        if specific:
-            return [pm for pm in out if match_priority(pm.pattern)[0] != 1]
+        if any(tier(pm.pattern) == SPECIFIC for pm in out):
+            return [pm for pm in out if tier(pm.pattern) != FALLBACK]
         return out
 
     def match(self, message: str) -> PatternMatch | None:

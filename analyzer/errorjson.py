@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from analyzer.catalog import Catalog, match_priority
+from analyzer.catalog import SPECIFIC, Catalog, tier
 from analyzer.discover import LogFile
 from analyzer.prefixes import split_prefixes
 from analyzer.scan import EXC_LINE, RawEvent
@@ -36,8 +36,7 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
     tb = extra.get("py_callstack") if isinstance(extra, dict) else None
     # a specific pattern names the failure; a catch-all or a candidate says less than
     # error.json itself does
-    specific = pm is not None and match_priority(pm.pattern)[0] == 0
-    if pm is not None and specific and pm.pattern.role != "context":
+    if pm is not None and tier(pm.pattern) == SPECIFIC and pm.pattern.role != "context":
         p = pm.pattern
         pid, cat, role, title, cause, fix = p.id, p.category, p.role, p.title, p.cause, p.fix
         fields.update(pm.fields)

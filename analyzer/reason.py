@@ -161,11 +161,7 @@ def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]
             _why(v, "peer-died-first", file=died[0]["file"], line=died[0]["line"])
             return
     if len(ranks) == 1:
-        r = near[0]
-        v.rank, v.local_rank = r["rank"], r.get("local_rank")
-        v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
-        _why(v, "from-line", file=r["file"], line=r["line"])
-        v.evidence.append(_evidence(r))
+        _take_rank(v, near[0], "from-line")
 
 
 def _root_verdict(
@@ -226,10 +222,7 @@ def _only_death(v: Verdict, rows: list[dict[str, Any]]) -> None:
     if len(dead) != 1:
         return
     (r,) = dead.values()
-    v.rank, v.local_rank = r["rank"], r.get("local_rank")
-    v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
-    _why(v, "only-death", file=r["file"], line=r["line"])
-    v.evidence.append(_evidence(r))
+    _take_rank(v, r, "only-death")
 
 
 def _only_rank(v: Verdict, geo: Geometry) -> None:
@@ -238,6 +231,15 @@ def _only_rank(v: Verdict, geo: Geometry) -> None:
     if v.rank is None and not v.rank_rule and geo.world_size == 1:
         v.rank, v.local_rank = 0, 0
         _why(v, "only-rank")
+
+
+def _take_rank(v: Verdict, r: dict[str, Any], rule: str) -> None:
+    """The verdict takes rank, local rank and node from event ``r`` (rank rule ``rule``, which
+    names the line), and shows ``r`` as evidence."""
+    v.rank, v.local_rank = r["rank"], r.get("local_rank")
+    v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
+    _why(v, rule, file=r["file"], line=r["line"])
+    v.evidence.append(_evidence(r))
 
 
 def _why(v: Verdict, rule: str, **facts: Any) -> None:
@@ -379,29 +381,26 @@ def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The second claim of one global rank in one file and attempt (tag ``rank-claim``)
     becomes a rendezvous root: two launchers handed out the same ranks (Lightning started by
     srun without one task per GPU, two agents per node), so the world can never form."""
-    seen: dict[tuple[str, int | None, int], dict[str, Any]] = {}
-    out = []
-    for r in sorted(rows, key=lambda r: (r["file"], r["line"])):
+    first: dict[tuple[str, int | None, int], dict[str, Any]] = {}
+    promoted: dict[int, dict[str, Any]] = {}
+    for i, r in enumerate(rows):  # rows are in file and line order
         rank = r.get("rank")
-        if rank is not None and _tagged(r, "rank-claim"):
-            key = (r["file"], r.get("attempt"), rank)
-            if key in seen:
-                first = seen[key]
-                r = {
-                    **r,
-                    "role": "root",
-                    "category": "rendezvous",
-                    "title": explain.CLAIMED_TWICE_TITLE,
-                    "_cause": explain.claimed_twice_cause(
-                        rank, r["file"], first["line"], r["line"]
-                    ),
-                    "_fix": explain.CLAIMED_TWICE_FIX,
-                    "_fix_exact": True,
-                }
-            else:
-                seen[key] = r
-        out.append(r)
-    return out
+        if rank is None or not _tagged(r, "rank-claim"):
+            continue
+        earlier = first.setdefault((r["file"], r.get("attempt"), rank), r)
+        if earlier is not r:
+            promoted[i] = {
+                **r,
+                "role": "root",
+                "category": "rendezvous",
+                "title": explain.CLAIMED_TWICE_TITLE,
+                "_cause": explain.claimed_twice_cause(rank, r["file"], earlier["line"], r["line"]),
+                "_fix": explain.CLAIMED_TWICE_FIX,
+                "_fix_exact": True,
+            }
+    if not promoted:
+        return rows
+    return [promoted.get(i, r) for i, r in enumerate(rows)]
 
 
 def _victim_rank(v: Verdict, symptom: dict[str, Any]) -> None:
