@@ -14,6 +14,8 @@ from typing import Any
 
 import regex
 
+from analyzer.event import Event
+
 _INTS = regex.compile(r"\d+")
 _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
 """The torch.distributed function a traceback's collective call went through."""
@@ -26,7 +28,7 @@ class HangFinding:
     rank: int | None
     reason: str
     confidence: float
-    rows: list[dict[str, Any]]
+    rows: list[Event]
     detail: dict[str, Any]
 
 
@@ -38,7 +40,7 @@ def _int(v: Any) -> int | None:
 
 
 def find_culprit(
-    timeouts: list[dict[str, Any]], universe: set[int], dump: dict[str, Any] | None = None
+    timeouts: list[Event], universe: set[int], dump: Event | None = None
 ) -> HangFinding:
     """Compare the ranks' timeout reports; ``universe`` is every rank the job had; ``dump`` is
     the event row in which the Flight Recorder dumps name a culprit (the strongest evidence)."""
@@ -48,28 +50,28 @@ def find_culprit(
     return from_dumps(dump, logs)
 
 
-def from_dumps(dump: dict[str, Any], logs: HangFinding) -> HangFinding:
+def from_dumps(dump: Event, logs: HangFinding) -> HangFinding:
     """The dumps' culprit, with what the logs alone said beside it."""
-    rank = dump["rank"]
-    reason = f"the Flight Recorder dumps show it: {dump.get('fr_reason') or dump['text']}"
+    rank = dump.rank
+    reason = f"the Flight Recorder dumps show it: {dump.cap('fr_reason') or dump.text}"
     if logs.rank is None:
         reason += " (the logs alone name no rank)"
     elif logs.rank != rank:
         reason += f" (the logs alone pointed at rank {logs.rank}: {logs.reason})"
     else:
         reason += " (the logs agree)"
-    conf = float(dump.get("fr_confidence") or 0.7)
+    conf = float(dump.cap("fr_confidence") or 0.7)
     if logs.rank == rank:
         conf = min(0.95, conf + 0.05)
-    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.get("fr_kind")})
+    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.cap("fr_kind")})
 
 
-def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
+def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
     """The culprit from the timeout lines alone."""
-    reporting = {r["rank"] for r in timeouts if r.get("rank") is not None}
+    reporting = {r.rank for r in timeouts if r.rank is not None}
     # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
     for r in timeouts:
-        lag = r.get("lagging_ranks")
+        lag = r.cap("lagging_ranks")
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
@@ -83,9 +85,9 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
     # 2. Collective mismatch: same sequence number, different op type.
     by_seq: dict[tuple[str | None, int], dict[int, str]] = defaultdict(dict)
     for r in timeouts:
-        seq, op, rk = _int(r.get("seq")), r.get("op"), r.get("rank")
+        seq, op, rk = _int(r.cap("seq")), r.cap("op"), r.rank
         if seq is not None and op and rk is not None:
-            by_seq[(r.get("pg_id"), seq)][rk] = op
+            by_seq[(r.cap("pg_id"), seq)][rk] = op
     for (_pg, seq), ops in sorted(by_seq.items(), key=lambda kv: kv[0][1]):
         counts = Counter(ops.values())
         if len(counts) > 1 and len(ops) >= 3:
@@ -93,7 +95,7 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
             odd = [rk for rk, op in ops.items() if op != majority]
             if len(odd) == 1:
                 rk = odd[0]
-                rows = [r for r in timeouts if r.get("rank") == rk][:1]
+                rows = [r for r in timeouts if r.rank == rk][:1]
                 return HangFinding(
                     rk,
                     f"collective mismatch at SeqNum {seq}: rank {rk} ran {ops[rk]} while the "
@@ -106,9 +108,9 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
     # timed-out call went through; only the culprit's names the other collective.
     calls: dict[int, str] = {}
     for r in timeouts:
-        found = _C10D_CALL.findall(r.get("traceback") or "")
-        if found and r.get("rank") is not None:
-            calls.setdefault(r["rank"], found[-1])
+        found = _C10D_CALL.findall(r.traceback or "")
+        if found and r.rank is not None:
+            calls.setdefault(r.rank, found[-1])
     counts = Counter(calls.values())
     if len(calls) >= 3 and len(counts) > 1:
         majority, n_major = counts.most_common(1)[0]
@@ -120,13 +122,13 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
                 f"rank {rk} timed out in {calls[rk]} while the other {n_major} timed out in "
                 f"{majority} (their tracebacks): a collective mismatch",
                 0.7,
-                [r for r in timeouts if r.get("rank") == rk][:1],
+                [r for r in timeouts if r.rank == rk][:1],
                 {"op": calls[rk], "others_op": majority},
             )
     # 3. The one rank whose "last enqueued" work is behind everyone else's.
     enq: dict[int, int] = {}
     for r in timeouts:
-        v, rk = _int(r.get("last_enqueued")), r.get("rank")
+        v, rk = _int(r.cap("last_enqueued")), r.rank
         if v is not None and rk is not None:
             enq[rk] = min(v, enq.get(rk, v))
     if len(enq) >= 2:
@@ -139,7 +141,7 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
                 f"rank {rk} last enqueued work {low} while the others reached "
                 f"{max(enq.values())}: it never issued the collective the others wait in",
                 0.7,
-                [r for r in timeouts if r.get("rank") == rk][:1],
+                [r for r in timeouts if r.rank == rk][:1],
                 {"last_enqueued": low},
             )
     # 4. The rank missing from the reports.
@@ -155,7 +157,7 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
             {"missing": missing},
         )
     # 5. The rank whose watchdog raised the dump signal first (a weak pointer).
-    srcs = Counter(_int(r.get("src_rank")) for r in timeouts if r.get("src_rank"))
+    srcs = Counter(_int(r.cap("src_rank")) for r in timeouts if r.cap("src_rank"))
     srcs.pop(None, None)
     why = "the timeout reports do not single out one rank"
     if len(missing) > 1:

@@ -53,7 +53,7 @@ def test_giant_line_holding_the_error_is_still_found(tmp_path: Path) -> None:
     line = b"x" * (3 << 20) + b" torch.OutOfMemoryError: CUDA out of memory. " + b"y" * (2 << 20)
     d = _job(tmp_path, {"slurm-1.out": b"start\n" + line + b"\nend\n"})
     a = analyze(d, catalog=CATALOG, workers=1)
-    assert all(len(r["text"]) < 20_000 for r in a.rows)
+    assert all(len(r.text) < 20_000 for r in a.rows)
     assert_clean_exit(cli(d, "-q"))
 
 
