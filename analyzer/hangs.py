@@ -4,6 +4,9 @@ Evidence, strongest first: a desync report naming lagging ranks; ``monitored_bar
 naming a rank; a rank whose op type differs at the same sequence number (collective
 mismatch); the one rank with the lowest "last enqueued" work; the one rank of the job missing
 from every collective report. Without such evidence the culprit stays unnamed.
+
+A finding records the rule that named the culprit (``HangFinding.rule``) and its facts
+(``detail``); ``analyzer.explain.hang_reason`` words them.
 """
 
 from __future__ import annotations
@@ -23,13 +26,22 @@ _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
 
 @dataclass
 class HangFinding:
-    """The culprit (or None) and how it was found."""
+    """The culprit (or None), the rule that found it and that rule's facts."""
 
     rank: int | None
-    reason: str
+    rule: str
+    """One of ``explain.HANG_REASONS``: desync, op-mismatch, call-mismatch, lowest-enqueued,
+    missing, dumps (the Flight Recorder), none."""
     confidence: float
     rows: list[Event]
     detail: dict[str, Any]
+
+    @property
+    def reason(self) -> str:
+        """The finding in words (``explain.hang_reason``)."""
+        from analyzer.explain import hang_reason
+
+        return hang_reason(self.rule, self.detail)
 
 
 def _int(v: Any) -> int | None:
@@ -53,17 +65,18 @@ def find_culprit(
 def from_dumps(dump: Event, logs: HangFinding) -> HangFinding:
     """The dumps' culprit, with what the logs alone said beside it."""
     rank = dump.rank
-    reason = f"the Flight Recorder dumps show it: {dump.cap('fr_reason') or dump.text}"
-    if logs.rank is None:
-        reason += " (the logs alone name no rank)"
-    elif logs.rank != rank:
-        reason += f" (the logs alone pointed at rank {logs.rank}: {logs.reason})"
-    else:
-        reason += " (the logs agree)"
+    detail: dict[str, Any] = {
+        "rank": rank,
+        "dumps": dump.cap("fr_kind"),
+        "shown": dump.cap("fr_reason") or dump.text,
+        "logs_rank": logs.rank,
+        "logs_rule": logs.rule,
+        "logs_detail": logs.detail,
+    }
     conf = float(dump.cap("fr_confidence") or 0.7)
     if logs.rank == rank:
         conf = min(0.95, conf + 0.05)
-    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.cap("fr_kind")})
+    return HangFinding(rank, "dumps", conf, [dump, *logs.rows], detail)
 
 
 def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
@@ -75,13 +88,7 @@ def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
-                return HangFinding(
-                    ranks[0],
-                    f"PyTorch's desync report names rank {ranks[0]} as lagging",
-                    0.8,
-                    [r],
-                    {"lagging": ranks},
-                )
+                return HangFinding(ranks[0], "desync", 0.8, [r], {"rank": ranks[0]})
     # 2. Collective mismatch: same sequence number, different op type.
     by_seq: dict[tuple[str | None, int], dict[int, str]] = defaultdict(dict)
     for r in timeouts:
@@ -98,11 +105,10 @@ def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
                 rows = [r for r in timeouts if r.rank == rk][:1]
                 return HangFinding(
                     rk,
-                    f"collective mismatch at SeqNum {seq}: rank {rk} ran {ops[rk]} while the "
-                    f"others ran {majority}",
+                    "op-mismatch",
                     0.75,
                     rows,
-                    {"seq": seq, "op": ops[rk], "others_op": majority},
+                    {"rank": rk, "seq": seq, "op": ops[rk], "others_op": majority},
                 )
     # 2b. Collective mismatch from the tracebacks (gloo): the c10d function each rank's
     # timed-out call went through; only the culprit's names the other collective.
@@ -119,11 +125,10 @@ def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
             rk = odd[0]
             return HangFinding(
                 rk,
-                f"rank {rk} timed out in {calls[rk]} while the other {n_major} timed out in "
-                f"{majority} (their tracebacks): a collective mismatch",
+                "call-mismatch",
                 0.7,
                 [r for r in timeouts if r.rank == rk][:1],
-                {"op": calls[rk], "others_op": majority},
+                {"rank": rk, "op": calls[rk], "others": n_major, "others_op": majority},
             )
     # 3. The one rank whose "last enqueued" work is behind everyone else's.
     enq: dict[int, int] = {}
@@ -138,39 +143,20 @@ def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
             rk = lows[0]
             return HangFinding(
                 rk,
-                f"rank {rk} last enqueued work {low} while the others reached "
-                f"{max(enq.values())}: it never issued the collective the others wait in",
+                "lowest-enqueued",
                 0.7,
                 [r for r in timeouts if r.rank == rk][:1],
-                {"last_enqueued": low},
+                {"rank": rk, "last_enqueued": low, "others_reached": max(enq.values())},
             )
     # 4. The rank missing from the reports.
     missing = sorted(universe - reporting)
     if universe and len(missing) == 1 and len(reporting) >= 2:
         rk = missing[0]
-        return HangFinding(
-            rk,
-            f"rank {rk} is the only rank of {len(universe)} that reported no collective timeout:"
-            " the others were waiting for it",
-            0.65,
-            [],
-            {"missing": missing},
-        )
+        return HangFinding(rk, "missing", 0.65, [], {"rank": rk, "world": len(universe)})
     # 5. The rank whose watchdog raised the dump signal first (a weak pointer).
     srcs = Counter(_int(r.cap("src_rank")) for r in timeouts if r.cap("src_rank"))
     srcs.pop(None, None)
-    why = "the timeout reports do not single out one rank"
-    if len(missing) > 1:
-        why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
-    elif not universe:
-        why += " and the job's world size is not in the logs"
+    detail: dict[str, Any] = {"missing": missing, "world_known": bool(universe)}
     if len(srcs) == 1:
-        (src,) = srcs
-        why += f"; the first watchdog to fire was on rank {src}"
-    return HangFinding(None, why, 0.5, [], {"missing": missing})
-
-
-def _short(ranks: list[int]) -> str:
-    if len(ranks) <= 8:
-        return ", ".join(map(str, ranks))
-    return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"
+        (detail["first_watchdog"],) = srcs
+    return HangFinding(None, "none", 0.5, [], detail)

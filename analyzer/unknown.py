@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from analyzer import explain
 from analyzer.categories import SLURM_END_CATEGORIES
 from analyzer.event import Event
 from analyzer.triage.fingerprint import normalize
@@ -267,24 +268,16 @@ def _inferred(
 ) -> Verdict:
     r = g.first
     rank = r.rank
-    where = f"rank {rank}" + (f" (node {r.node})" if r.node is not None else "")
     line = (r.message or r.text).strip()
-    short = line if len(line) <= 200 else line[:197] + "…"
     n = world or len({x.rank for x in rows if x.rank is not None}) or None
-    spread = f"on {len(g.ranks)} of {n} ranks" if n else f"on {len(g.ranks)} rank(s)"
-    new = ", new since the good run" if baseline and not g.in_baseline else ""
-    death = " just before that rank died" if g.near_death else ""
-    cause = (
-        f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
-        f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
-        f"({cascade.category}, kept as an alternative)."
+    said = {
+        "spread": explain.spread(len(g.ranks), n),
+        "new": explain.NEW_SINCE_GOOD_RUN if baseline and not g.in_baseline else "",
+    }
+    cause = explain.inferred_cause(
+        rank, line, g.near_death, said["spread"], said["new"], cascade.category
     )
-    fix = (
-        f"Look at what printed this line on {where}: the component it names (a data loader, "
-        "a storage client, a native library) and its input at that moment. If it is the "
-        "cause, turn it into a pattern: `mcore-diagnose patterns suggest JOB_DIR -o DIR`, "
-        "then diagnose with `--patterns DIR`."
-    )
+    fix = explain.inferred_fix(rank, r.node)
     ev = [_evidence(r)]
     death_rows = [d for d in rows if d.rank == rank and d.tagged(DEATH_TAG)]
     if death_rows:
@@ -300,10 +293,11 @@ def _inferred(
         node=r.node,
         node_index=r.node_index,
         time=r.time,
-        title="Failure no pattern knows (inferred from one rank's line)",
+        title=explain.INFERRED_TITLE,
         evidence=ev,
-        rank_note=f"inferred: the first unknown error line, {spread}{new}",
         attempt=r.attempt,
+        rank_rule="inferred",
+        rank_facts=said,
     )
     out.unknown = g.as_dict(n, baseline)
     return out

@@ -358,6 +358,39 @@ def test_the_reasoning_writes_no_sentences() -> None:
     """Decide, then explain: rank notes and the reasoning's own causes come from explain.py."""
     import re
 
-    src = Path("analyzer/reason.py").read_text(encoding="utf-8")
-    assert not re.search(r"rank_note\s*=", src)
-    assert not re.search(r"\.cause\s*=\s*\(?\s*f?\"", src)
+    for mod in ("reason", "hangs", "unknown"):
+        src = Path(f"analyzer/{mod}.py").read_text(encoding="utf-8")
+        assert not re.search(r"rank_note\s*=", src), mod
+        assert not re.search(r"\bcause\s*=\s*\(?\s*f?\"", src), mod
+        assert not re.search(r"\bfix\s*=\s*\(?\s*f?\"", src), mod
+
+
+def test_hang_reasons_are_worded_from_the_rule_and_its_facts() -> None:
+    """A hang finding records its rule and facts; explain.hang_reason words every rule, and
+    a Flight Recorder finding says whether the logs alone agreed."""
+    from analyzer import explain
+    from analyzer.hangs import HangFinding
+
+    missing = HangFinding(3, "missing", 0.65, [], {"rank": 3, "world": 8})
+    assert missing.reason == (
+        "rank 3 is the only rank of 8 that reported no collective timeout: the others were "
+        "waiting for it"
+    )
+    none = explain.hang_reason("none", {"missing": [1, 2], "world_known": True})
+    assert none == (
+        "the timeout reports do not single out one rank (2 ranks are missing from them: 1, 2)"
+    )
+    dumps = {"rank": 5, "shown": "rank 5 never joined", "logs_rule": "missing"}
+    agree = explain.hang_reason("dumps", {**dumps, "logs_rank": 5, "logs_detail": {}})
+    assert agree.endswith("(the logs agree)")
+    other = explain.hang_reason(
+        "dumps", {**dumps, "logs_rank": 3, "logs_detail": {"rank": 3, "world": 8}}
+    )
+    assert "(the logs alone pointed at rank 3: rank 3 is the only rank of 8" in other
+    assert set(explain.HANG_REASONS) == {
+        "desync",
+        "op-mismatch",
+        "call-mismatch",
+        "lowest-enqueued",
+        "missing",
+    }
