@@ -526,10 +526,10 @@ def bench_triage(
 
 def fmt_triage(results: list[TriageResult]) -> str:
     head = (
-        "| jobs | size | files | mcore-diagnose triage | jobs/s | rg | grep | tool/rg | "
-        "tool/grep | peak RSS (largest process) | peak RSS (process tree) | check |"
+        "| jobs | size | files | mcore-diagnose triage | jobs/s | CPU per job | rg | grep | "
+        "tool/rg | tool/grep | peak RSS (largest process) | peak RSS (process tree) | check |"
     )
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 13]
     for n, nbytes, files, rows, ok, what in results:
         t, rg, gr = rows["tool"], rows.get("rg"), rows.get("grep")
 
@@ -541,8 +541,9 @@ def fmt_triage(results: list[TriageResult]) -> str:
 
         lines.append(
             f"| {n} | {nbytes / 1e6:.0f} MB | {files} | {wall(t)} | {n / t.med('wall'):.1f} | "
-            f"{wall(rg)} | {wall(gr)} | {ratio(rg)} | {ratio(gr)} | {t.peak('maxrss_mb'):.0f} MB"
-            f" | {t.peak('tree_rss_mb'):.0f} MB | {('ok: ' if ok else 'WRONG: ') + what} |"
+            f"{1000 * t.med('cpu') / n:.0f} ms | {wall(rg)} | {wall(gr)} | {ratio(rg)} | "
+            f"{ratio(gr)} | {t.peak('maxrss_mb'):.0f} MB | {t.peak('tree_rss_mb'):.0f} MB | "
+            f"{('ok: ' if ok else 'WRONG: ') + what} |"
         )
     if len(results) > 1:
         lines.append("")
@@ -551,9 +552,11 @@ def fmt_triage(results: list[TriageResult]) -> str:
             results
         ):
             dt = r1["tool"].med("wall") - r0["tool"].med("wall")
+            dc = r1["tool"].med("cpu") - r0["tool"].med("cpu")
             lines.append(
                 f"  {n0} -> {n1} jobs: +{dt:.2f} s for {n1 - n0} jobs = "
-                f"{(n1 - n0) / dt if dt > 0 else float('inf'):.1f} jobs/s marginal; peak tree RSS "
+                f"{(n1 - n0) / dt if dt > 0 else float('inf'):.1f} jobs/s marginal, "
+                f"{1000 * dc / (n1 - n0):.0f} ms CPU per extra job; peak tree RSS "
                 f"{r0['tool'].peak('tree_rss_mb'):.0f} -> {r1['tool'].peak('tree_rss_mb'):.0f} MB"
             )
     return "\n".join(lines)
@@ -611,6 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         help="triage profile: jobs per run, e.g. 100,300,1000 (default)",
     )
     ap.add_argument("--runs", type=int, default=5, help="timed runs per command (default 5)")
+    ap.add_argument(
+        "--triage-runs",
+        type=int,
+        help="timed runs of the triage profile (default: --runs, at most 2; one run of the "
+        "three sizes takes 1-2 minutes on 2 cores)",
+    )
     ap.add_argument("--nodes", type=int, default=128)
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--seed", type=int, default=7)
@@ -671,7 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     triage: list[TriageResult] = []
     if "triage" in wanted:
         _base, roots = ensure_triage(a.data, triage_sizes, a.seed)
-        triage = bench_triage(roots, a.data / "triage-out", needles, runs, not a.no_others)
+        t_runs = a.triage_runs or min(runs, 2)
+        triage = bench_triage(roots, a.data / "triage-out", needles, t_runs, not a.no_others)
         all_ok &= all(t[4] for t in triage)
     su = startup(3 if a.quick else 10)
     if a.engines and jobs:
@@ -689,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
         kinds = ", ".join(k for k, _ in TRIAGE_FAILURES)
         print(
             f"triage of a night's small failed jobs ({kinds}), {os.cpu_count()} CPUs, "
-            f"medians of {runs} run(s)"
+            f"medians of {len(triage[0][3]['tool'].runs)} run(s)"
         )
         print(fmt_triage(triage))
     print()
