@@ -3,13 +3,16 @@
 One command, from a fresh checkout (the job directories are generated under ``bench-data/``
 the first time, then reused)::
 
-    .venv/bin/python benchmarks/bench.py                    # three profiles, 5 alternating runs
+    .venv/bin/python benchmarks/bench.py                    # four profiles, 5 alternating runs
     .venv/bin/python benchmarks/bench.py --profiles realistic --sizes 0.1,1,4   # growth
+    .venv/bin/python benchmarks/bench.py --profiles triage --runs 2   # jobs/s at 100/300/1000
     .venv/bin/python benchmarks/bench.py --quick            # CI: tiny jobs, verdict check only
 
 Profiles: ``realistic`` (1 GB; Megatron prints iteration lines on the last rank only),
-``dense`` (256 MB; every rank prints its iteration/loss line every step: hit-dense) and
-``many-files`` (8,192 ranks x 2 small files). Each run times, in rotating order,
+``dense`` (256 MB; every rank prints its iteration/loss line every step: hit-dense),
+``many-files`` (8,192 ranks x 2 small files) and ``triage`` (``mcore-diagnose triage`` over
+100, 300 and 1,000 small failed jobs of three causes, ``--triage-jobs``; every row and the
+summary's counts are checked, a wrong one exits 1). Each run times, in rotating order,
 ``mcore-diagnose DIR --format json``, ``rg -F -f NEEDLES -c DIR`` and
 ``grep -rF -f NEEDLES -c DIR`` (NEEDLES = the catalog's prefilter literals), after warming
 the page cache. It reports medians, the ratios tool/rg and tool/grep, the tool's CPU time and
