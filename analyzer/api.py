@@ -210,7 +210,9 @@ def analyze(
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)
     att = attribute(rr.scans, cat)
-    rows = build_events(att)
+    for sc in rr.scans:  # the records below carry all the reader's events held
+        sc.events = []
+    rows = build_events(att)  # empties att.events as it goes (``attributed`` keeps the geometry)
     facts = collect_facts(rows)
     att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
     fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)

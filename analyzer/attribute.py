@@ -9,8 +9,10 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 
 import regex
 
@@ -26,6 +28,7 @@ class Roles:
     def __init__(self, catalog: Catalog | None) -> None:
         self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
         self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
+        self._tables: dict[str, Mapping[str, tuple[str, ...]]] = {}
         self._names: dict[str, dict[str, str]] = {}
         """Per pattern id: role -> the name of the first capture declaring it
         (``Pattern.by_role``, asked once per pattern instead of once per event)."""
@@ -63,6 +66,20 @@ class Roles:
             for c in p.captures.values()
             if c.role and ev.fields.get(c.name)
         }
+
+    def names(self, pattern_id: str) -> Mapping[str, tuple[str, ...]]:
+        """Role -> the names of the pattern's captures that declare it, in order (one shared
+        table per pattern)."""
+        table = self._tables.get(pattern_id)
+        if table is None:
+            p = self._by_id.get(pattern_id)
+            found: dict[str, tuple[str, ...]] = {}
+            if p:
+                for c in p.captures.values():
+                    if c.role:
+                        found[c.role] = (*found.get(c.role, ()), c.name)
+            table = self._tables[pattern_id] = MappingProxyType(found)
+        return table
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""

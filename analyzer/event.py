@@ -20,7 +20,9 @@ from types import MappingProxyType
 from typing import Any
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
-"""The shared empty mapping of events without captures or roles."""
+"""The shared empty mapping of events without captures."""
+NO_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+"""The shared empty role table of events whose pattern declares no roles."""
 
 STRUCTURAL: tuple[str, ...] = (
     "file",
@@ -54,7 +56,8 @@ class Event:
 
     ``captures``: the pattern's named groups (or, for rows the tool makes itself, such as
     the Flight Recorder's, their own fields). ``roles``: the captured values whose capture
-    declares a role (``rank``, ``exit_code``, ``world_size`` …), keyed by role. ``tags``: the
+    declares a role (``rank``, ``exit_code``, ``world_size`` …), keyed by role, read through
+    the pattern's ``role_names`` (no table per event). ``tags``: the
     pattern's tags. ``cause``/``fix``: the pattern's templates (``fix_exact``: a reasoning
     rule wrote a fix already specific to the job, not to be tailored). ``rank_assumed``: the
     rank rests only on the single-node assumption (local rank N read as global rank N).
@@ -82,7 +85,8 @@ class Event:
     traceback: str | None = None
     repeats: int = 1
     captures: Mapping[str, str | None] = field(default_factory=lambda: EMPTY)
-    roles: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    role_names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: NO_ROLES)
+    """Role -> the names of the captures that declare it (shared by a pattern's events)."""
     tags: frozenset[str] = frozenset()
     cause: str = ""
     fix: str = ""
@@ -95,8 +99,23 @@ class Event:
         return self.captures.get(name)
 
     def role_of(self, role: str) -> str | None:
-        """The captured value with this role, or None."""
-        return self.roles.get(role)
+        """The captured value with this role (the first of its captures that matched), or
+        None."""
+        for name in self.role_names.get(role, ()):
+            v = self.captures.get(name)
+            if v:
+                return v
+        return None
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """Every captured value that has a role, keyed by role."""
+        out = {}
+        for role in self.role_names:
+            v = self.role_of(role)
+            if v:
+                out[role] = v
+        return out
 
     def tagged(self, tag: str) -> bool:
         """Whether the event's pattern carries ``tag``."""

@@ -38,11 +38,15 @@ BASE_COLUMNS: dict[str, str] = {
 
 def build_events(att: Attributed) -> list[Event]:
     """The table's records, in file then line order: each raw event joined to its
-    attribution (``analyzer.event``)."""
+    attribution (``analyzer.event``). Takes the pairs out of ``att.events`` (which is left
+    empty): a large job's raw events are freed as their records are made."""
     out = []
     roles = att.roles
-    for ev, a in att.events:
-        found = roles.all(ev)
+    pairs: list[Any] = att.events
+    att.events = []
+    for i in range(len(pairs)):
+        ev, a = pairs[i]
+        pairs[i] = None  # the raw event and its attribution go as their record comes
         out.append(
             Event(
                 file=ev.file,
@@ -67,7 +71,7 @@ def build_events(att: Attributed) -> list[Event]:
                 traceback=ev.traceback,
                 repeats=ev.repeats,
                 captures=ev.fields or EMPTY,
-                roles=found or EMPTY,
+                role_names=roles.names(ev.pattern_id),
                 tags=roles.tags(ev),
                 cause=ev.cause,
                 fix=ev.fix,
