@@ -9,6 +9,7 @@ from pathlib import Path
 
 from analyzer.api import analyze
 from analyzer.commranks import Claim, comm_ranks, nccl_writer
+from analyzer.verdict import Verdict
 
 DEEPSPEED_IB = [  # tests/wild/b-deepspeed-inference-ib-error-12 (NCCL 2.14.3, two nodes)
     "PHLRR4036:24142:24263 [3] NCCL INFO comm 0x5562191160f0 rank 3 nranks 16 cudaDev 3 busId 13000 - Init COMPLETE",  # noqa: E501
@@ -29,7 +30,7 @@ SHM_CHANNELS = [  # tests/wild/b-nccl-enqueue-cuda-failure-oom (SHM transport, o
 ]
 
 
-def _verdict(tmp_path: Path, lines: list[str]):  # type: ignore[no-untyped-def]
+def _verdict(tmp_path: Path, lines: list[str]) -> Verdict:
     log = tmp_path / "output.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return analyze([log]).diagnosis.verdict
