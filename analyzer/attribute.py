@@ -17,6 +17,7 @@ from types import MappingProxyType
 import regex
 
 from analyzer.catalog import Catalog, Pattern
+from analyzer.commranks import Claim, CommRanks, comm_ranks, nccl_writer
 from analyzer.scan import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
@@ -421,6 +422,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             pid_rank[cf.pid] = cf.rank
         if cf.pid is not None and cf.local_rank is not None:
             pid_local[cf.pid] = cf.local_rank
+    comm = _comm_ranks(scans, roles, geo)
     cf_of: dict[int, ChildFailure] = {}
     for cf in failures:
         for ev in cf.events:
@@ -461,6 +463,8 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                     rank = pid_rank.get(ev.nccl_pid)
                 if local_rank is None:
                     local_rank = pid_local.get(ev.nccl_pid)
+            if rank is None and comm and ev.nccl_pid is not None:
+                rank = _comm_rank(comm, ev.message)
             node_index = ev.task
             host = roles.get(ev, "host") or ev.nccl_host or sc.file.node_hint
             if geo.task_is_rank and ev.task is not None:
@@ -492,6 +496,28 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
         label = geo.node_label(a.host, a.node_index)
         out[i] = (ev, replace(a, node=label))
     return Attributed(out, geo, failures, year, roles)
+
+
+def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks:
+    """The process -> rank map that NCCL's init and channel lines give (``commranks.py``)."""
+    claims: list[Claim] = []
+    for sc in scans:
+        for ev in sc.events:
+            rank = roles.int(ev, "comm_rank")
+            host = short_host(roles.get(ev, "host") or ev.nccl_host)
+            pid = roles.int(ev, "pid")
+            if rank is None or host is None or pid is None:
+                continue
+            claims.append(
+                Claim(host, pid, roles.int(ev, "cuda_dev"), rank, roles.int(ev, "comm_size"))
+            )
+    return comm_ranks(claims, geo.world_size) if claims else CommRanks()
+
+
+def _comm_rank(comm: CommRanks, message: str) -> int | None:
+    """The rank of the process that wrote an NCCL line, from the communicator's map."""
+    w = nccl_writer(message)
+    return comm.rank_of(short_host(w[0]), w[1], w[2]) if w else None
 
 
 def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:
