@@ -25,6 +25,7 @@ from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
+from analyzer.rankrules import uniform_by_detail
 from analyzer.timefmt import iso
 from analyzer.unknown import infer, split_candidates
 from analyzer.verdict import Diagnosis, Evidence, Verdict
@@ -189,7 +190,11 @@ def _root_verdict(roots: list[Event], rows: list[Event], facts: JobFacts, geo: G
             _only_death(v, rows)
     if v.node is None and v.rank is None and not v.rank_rule:
         _enrich_node(v, chosen, rows, geo)
-    uniform = info(chosen.category).uniform or chosen.tagged("uniform")
+    uniform = (
+        info(chosen.category).uniform
+        or chosen.tagged("uniform")
+        or uniform_by_detail(chosen, rows)
+    )
     if v.rank is not None and len(same) < 2 and uniform:
         _uniform_rank(v, chosen, rows)
     return v
@@ -468,6 +473,8 @@ def decide(rows: list[Event], facts: JobFacts, geo: Geometry) -> tuple[Verdict, 
             return v, alternatives, "failed"
         v = _verdict_from(first, facts, geo, 0.2)
         _victim_rank(v, first)
+        if v.rank is None:
+            _only_death(v, rows)
         v.category = "unknown"
         v.title = explain.UNKNOWN_TITLE
         v.cause = explain.unknown_cause(first.title or first.pattern_id)

@@ -1,17 +1,15 @@
 """Rank rules of ``analyzer/rankrules.py`` and the patterns they read, on real lines.
 
-The end-to-end tests marked ``xfail(strict=True)`` need the two calls in ``reason.py`` that
-the module docstring of ``rankrules.py`` names; once they are wired, the tests pass and the
-strict marker fails: remove it then."""
+The end-to-end tests go through ``reason.py``, which calls these rules."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from analyzer.api import analyze
+from analyzer.event import Event
 from analyzer.rankrules import detail_rows, uniform_by_detail
 
 NCCL_ENV = [  # tests/wild/b-lightning-slurm-rocm-invalid-device-pointer (RCCL under Lightning)
@@ -43,25 +41,34 @@ def _analyze(tmp_path: Path, lines: list[str]) -> Any:
     return analyze([log])
 
 
-def _row(line: int, role: str = "root", rank: int | None = 7, **kw: Any) -> dict[str, Any]:
-    return {"file": "output.log", "line": line, "role": role, "rank": rank, "_tags": (), **kw}
+def _row(line: int, role: str = "root", rank: int | None = 7, **kw: Any) -> Event:
+    return Event(
+        file="output.log",
+        line=line,
+        pattern_id="p",
+        category="nccl_error",
+        role=role,
+        text="",
+        rank=rank,
+        **kw,
+    )
 
 
 def test_detail_rows_are_the_roots_a_few_lines_below_on_the_same_rank() -> None:
     chosen = _row(1)
-    below = _row(4, _tags=frozenset({"uniform"}))
+    below = _row(4, tags=frozenset({"uniform"}))
     rows = [
         chosen,
         _row(2, role="context"),
         below,
         _row(4, rank=3),  # another rank's line
         _row(9),  # too far
-        {**_row(3), "file": "other.log"},
+        replace(_row(3), file="other.log"),
     ]
     assert detail_rows(chosen, rows) == [below]
     assert uniform_by_detail(chosen, rows)
     assert not uniform_by_detail(chosen, [chosen, _row(4)])
-    assert not uniform_by_detail(chosen, [chosen, _row(0, _tags=frozenset({"uniform"}))])
+    assert not uniform_by_detail(chosen, [chosen, _row(0, tags=frozenset({"uniform"}))])
 
 
 def test_the_nccl_setup_failure_is_tagged_uniform(tmp_path: Path) -> None:
@@ -70,7 +77,6 @@ def test_the_nccl_setup_failure_is_tagged_uniform(tmp_path: Path) -> None:
     assert pats == [(1, "nccl.error.unhandled_cuda"), (4, "nccl.warn.cuda_failure_setup")]
 
 
-@pytest.mark.xfail(strict=True, reason="needs uniform_by_detail wired into reason._root_verdict")
 def test_a_setup_failure_under_a_generic_nccl_error_names_no_rank(tmp_path: Path) -> None:
     v = _analyze(tmp_path, NCCL_ENV).diagnosis.verdict
     assert (v.category, v.rank, v.rank_rule) == ("nccl_error", None, "uniform")
@@ -82,7 +88,6 @@ def test_mpirun_names_the_first_process_to_exit(tmp_path: Path) -> None:
     assert [(r["rank"], r["line"]) for r in first] == [(0, 10)]
 
 
-@pytest.mark.xfail(strict=True, reason="needs _only_death in reason.decide's unknown branch")
 def test_a_victims_echo_takes_the_rank_of_the_only_process_reported_dead(tmp_path: Path) -> None:
     v = _analyze(tmp_path, HOROVOD).diagnosis.verdict
     assert (v.rank, v.rank_rule) == (0, "only-death")
