@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzer.event import STRUCTURAL
+
 CATEGORIES: tuple[str, ...] = (
     "python_exception",
     "native_crash",
@@ -35,31 +37,7 @@ ROLES: tuple[str, ...] = ("root", "symptom", "context", "candidate")
 ``candidate`` is an error-like line no other pattern claims (``patterns/candidates.toml``), never
 a verdict by itself: ``analyzer.unknown`` ranks candidates when the verdict is only a cascade."""
 
-STRUCTURAL_NAMES: frozenset[str] = frozenset(
-    {
-        "file",
-        "line",
-        "offset",
-        "node",
-        "node_index",
-        "host",
-        "rank",
-        "local_rank",
-        "attempt",
-        "time",
-        "time_inherited",
-        "stream",
-        "pattern_id",
-        "category",
-        "role",
-        "title",
-        "level",
-        "text",
-        "message",
-        "traceback",
-        "repeats",
-    }
-)
+STRUCTURAL_NAMES: frozenset[str] = frozenset(STRUCTURAL)
 """Columns every event has, set by attribution: a pattern's capture may not use these names.
 ``{rank}``, ``{local_rank}``, ``{node}`` and ``{host}`` may still appear in cause and fix text,
 where they mean the attributed values."""
@@ -74,7 +52,7 @@ TAGS: dict[str, str] = {
     "checkpoint-save-end": "a checkpoint save finished",
     "rank-claim": "a process announces the global rank it takes: one rank claimed twice in one "
     "file and attempt means two launchers assigned the same ranks (a rendezvous fault)",
-    "frame": "matches a traceback's frame line (`File \"...\", line N, in f`): a traceback no "
+    "frame": 'matches a traceback\'s frame line (`File "...", line N, in f`): a traceback no '
     "pattern claims that runs through it takes the pattern's category (an exception raised "
     "under save_checkpoint is a checkpoint failure)",
     "subprocess-kill": "a launcher kills one of the workers it started while tearing the job "

@@ -24,30 +24,32 @@ EMPTY: Mapping[str, str] = MappingProxyType({})
 NO_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 """The shared empty role table of events whose pattern declares no roles."""
 
-STRUCTURAL: tuple[str, ...] = (
-    "file",
-    "line",
-    "offset",
-    "node",
-    "node_index",
-    "host",
-    "rank",
-    "local_rank",
-    "attempt",
-    "time",
-    "time_inherited",
-    "stream",
-    "pattern_id",
-    "category",
-    "role",
-    "title",
-    "level",
-    "text",
-    "message",
-    "traceback",
-    "repeats",
-)
-"""The table's structural columns, in order (``Event`` attributes of the same names)."""
+COLUMN_TYPES: dict[str, str] = {
+    "file": "str",
+    "line": "int",
+    "offset": "int",
+    "node": "str",
+    "node_index": "int",
+    "host": "str",
+    "rank": "int",
+    "local_rank": "int",
+    "attempt": "int",
+    "time": "datetime",
+    "time_inherited": "bool",
+    "stream": "str",
+    "pattern_id": "str",
+    "category": "str",
+    "role": "str",
+    "title": "str",
+    "level": "str",
+    "text": "str",
+    "message": "str",
+    "traceback": "str",
+    "repeats": "int",
+}
+"""The table's structural columns and their types, in order (``Event`` attributes of the
+same names); a capture may not take one of these names (the catalog refuses it)."""
+STRUCTURAL: tuple[str, ...] = tuple(COLUMN_TYPES)
 
 
 @dataclass(frozen=True, slots=True)

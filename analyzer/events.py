@@ -6,34 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from analyzer.attribute import Attributed
-from analyzer.event import EMPTY, Event
+from analyzer.event import COLUMN_TYPES, EMPTY, Event
 
 if TYPE_CHECKING:
     import polars as pl
 
-BASE_COLUMNS: dict[str, str] = {
-    "file": "str",
-    "line": "int",
-    "offset": "int",
-    "node": "str",
-    "node_index": "int",
-    "host": "str",
-    "rank": "int",
-    "local_rank": "int",
-    "attempt": "int",
-    "time": "datetime",
-    "time_inherited": "bool",
-    "stream": "str",
-    "pattern_id": "str",
-    "category": "str",
-    "role": "str",
-    "title": "str",
-    "level": "str",
-    "text": "str",
-    "message": "str",
-    "traceback": "str",
-    "repeats": "int",
-}
+BASE_COLUMNS: dict[str, str] = COLUMN_TYPES
+"""The structural columns and their types (``analyzer.event.COLUMN_TYPES``)."""
 
 
 def build_events(att: Attributed) -> list[Event]:

@@ -21,6 +21,7 @@ from typing import Any
 import regex
 
 from analyzer.catalog import CatalogError, Pattern, check_pattern, load_catalog
+from analyzer.event import STRUCTURAL
 from analyzer.prefixes import split_prefixes
 from analyzer.unknown import (
     Template,
@@ -69,28 +70,8 @@ _STOP = frozenset(
         "vs",
     ]
 )
-_RESERVED = frozenset(
+_RESERVED = frozenset(STRUCTURAL) | frozenset(
     [
-        "file",
-        "line",
-        "offset",
-        "node",
-        "node_index",
-        "host",
-        "rank",
-        "local_rank",
-        "attempt",
-        "time",
-        "time_inherited",
-        "stream",
-        "pattern_id",
-        "category",
-        "role",
-        "title",
-        "level",
-        "text",
-        "message",
-        "traceback",
         "task",
         "exitcode",
         "op",
