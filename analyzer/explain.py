@@ -51,6 +51,10 @@ RANK_NOTES: dict[str, str] = {
     "slurm-end": "SLURM ended every task of the job",
     "culprit": "{reason}",
     "inferred": "inferred: the first unknown error line, {spread}{new}",
+    "paste-cut": (
+        "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
+        "cannot show which rank failed first"
+    ),
 }
 """How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
 

@@ -34,3 +34,11 @@ def uniform_by_detail(chosen: Event, rows: Iterable[Event]) -> bool:
     pattern is tagged ``uniform``): a generic ``unhandled cuda error`` whose ``Last error:`` is
     NCCL's ``Cuda failure 'invalid argument'`` is the node's setup, not one rank's fault."""
     return any(r.tagged("uniform") for r in detail_rows(chosen, rows))
+
+
+def headless(chosen: Event) -> bool:
+    """Whether ``chosen`` is a traceback whose start the log does not have: its text begins
+    with a frame, not ``Traceback (most recent call last):`` (a paste that begins inside
+    it). What came before was cut off, so the log cannot show that this rank failed first."""
+    tb = chosen.traceback
+    return tb is not None and tb.lstrip().startswith('File "')

@@ -25,7 +25,7 @@ from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
-from analyzer.rankrules import uniform_by_detail
+from analyzer.rankrules import headless, uniform_by_detail
 from analyzer.timefmt import iso
 from analyzer.unknown import infer, split_candidates
 from analyzer.verdict import Diagnosis, Evidence, Verdict
@@ -197,6 +197,9 @@ def _root_verdict(roots: list[Event], rows: list[Event], facts: JobFacts, geo: G
     )
     if v.rank is not None and len(same) < 2 and uniform:
         _uniform_rank(v, chosen, rows)
+    if v.rank is not None and len(same) < 2 and headless(chosen) and geo.world_size != 1:
+        _why(v, "paste-cut", rank=v.rank)
+        v.rank = v.local_rank = None
     return v
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from analyzer.api import analyze
 from analyzer.event import Event
-from analyzer.rankrules import detail_rows, uniform_by_detail
+from analyzer.rankrules import detail_rows, headless, uniform_by_detail
 
 NCCL_ENV = [  # tests/wild/b-lightning-slurm-rocm-invalid-device-pointer (RCCL under Lightning)
     "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.17.1",  # noqa: E501
@@ -91,3 +91,11 @@ def test_mpirun_names_the_first_process_to_exit(tmp_path: Path) -> None:
 def test_a_victims_echo_takes_the_rank_of_the_only_process_reported_dead(tmp_path: Path) -> None:
     v = _analyze(tmp_path, HOROVOD).diagnosis.verdict
     assert (v.rank, v.rank_rule) == (0, "only-death")
+
+
+def test_a_traceback_that_begins_with_a_frame_is_headless() -> None:
+    whole = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\nE: x'
+    cut = '  File "optimizer.py", line 86, in make_sharded_optimizer_tensor\nAttributeError: x'
+    assert headless(_row(5, traceback=cut))
+    assert not headless(_row(5, traceback=whole))
+    assert not headless(_row(5))
