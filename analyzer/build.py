@@ -93,12 +93,14 @@ class EventBuilder:
         self.bound = RepeatBound(self._build)
         self.open: dict[Writer, _Traceback] = {}
         """Open tracebacks by writer, oldest first."""
+        self.started = False
+        """Whether the file's first line has been looked at (``_head``)."""
 
     # -- blocks ---------------------------------------------------------------------------
     def block(self, blk: Block, starts: list[int]) -> None:
         """Read one block, given the sorted starts of its candidate lines."""
         n = len(blk.data)
-        pos = 0
+        pos = 0 if self.started else self._head(blk)
         i = 0
         while True:
             if self.open:
@@ -117,6 +119,36 @@ class EventBuilder:
         for tb in list(self.open.values()):
             self._close(tb)
         return self.bound.events()
+
+    def _head(self, blk: Block) -> int:
+        """A log that begins inside a traceback (its first line is an indented frame: a paste
+        or an excerpt cut above ``Traceback (most recent call last):``) opens that traceback
+        *headless*, so its frames join the exception line below them. Returns where reading
+        goes on."""
+        self.started = True
+        data = blk.data
+        pos, n = 0, len(data)
+        while pos < n:  # the first line with text
+            e = blk.line_end(pos)
+            if data[pos:e].strip():
+                break
+            pos = e + 1
+        if pos >= n:
+            self.started = False  # a block of blank lines: look again in the next one
+            return pos
+        e = blk.line_end(pos)
+        raw = data[pos : min(e, pos + WINDOW_BYTES)]
+        text, pre = self.matcher.line(raw)
+        msg = pre.message
+        if not (msg[:1].isspace() and FRAME.match(msg)):
+            return 0
+        line_no = blk.line_at(pos)
+        st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
+        tb = _Traceback((text, pre, line_no, blk.offset + pos, st, inh), msg)
+        tb.body = []
+        self.open[writer(pre)] = tb
+        self._feed(tb, blk, pos, raw, text, pre, line_no)
+        return e + 1
 
     # -- lines ----------------------------------------------------------------------------
     def _candidate(self, blk: Block, s: int) -> int:

@@ -99,3 +99,29 @@ def test_a_traceback_that_begins_with_a_frame_is_headless() -> None:
     assert headless(_row(5, traceback=cut))
     assert not headless(_row(5, traceback=whole))
     assert not headless(_row(5))
+
+
+CUT_PASTE = [  # tests/wild/a-megatron-save-ckpt-nonetype-shape: the paste starts inside rank 0's
+    "[rank0]:   File \"/scratch/qualis/test/Megatron-LM/megatron/core/dist_checkpointing/optimizer.py\", line 123, in optim_state_to_sharding_state",  # noqa: E501
+    "[rank0]:     sharded_state[param_id][state_key] = make_sharded_optimizer_tensor(",
+    "[rank0]:   File \"/scratch/qualis/test/Megatron-LM/megatron/core/dist_checkpointing/optimizer.py\", line 86, in make_sharded_optimizer_tensor",  # noqa: E501
+    "[rank0]:     tuple(optim_param.shape) == model_param.local_shape",
+    "[rank0]: AttributeError: 'NoneType' object has no attribute 'shape'",
+]
+
+
+def test_a_paste_that_begins_inside_a_traceback_names_no_rank(tmp_path: Path) -> None:
+    """The frames above the exception line are read as its traceback (so the checkpoint frames
+    count), and the rank is not named: the paste does not show what came before."""
+    a = _analyze(tmp_path, ["", *CUT_PASTE])
+    (root,) = [r for r in a.rows if r.role == "root"]
+    assert root.traceback is not None and root.traceback.lstrip().startswith('File "')
+    assert (root.line, root.rank, root.cap("exc_type")) == (6, 0, "AttributeError")
+    v = a.diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule) == ("checkpoint", None, "paste-cut")
+
+
+def test_a_whole_traceback_keeps_its_rank(tmp_path: Path) -> None:
+    head = "[rank0]: Traceback (most recent call last):"
+    v = _analyze(tmp_path, ["[rank1]: step 1", head, *CUT_PASTE]).diagnosis.verdict
+    assert v.category == "checkpoint" and v.rank == 0 and v.rank_rule != "paste-cut"
