@@ -83,10 +83,18 @@ def to_frame(
                 kind = declared.get(k, "str")
                 kinds[k] = kind
                 schema[k] = {"str": pl.Utf8, "int": pl.Int64}.get(kind, pl.Float64)
-    data: dict[str, list[Any]] = {k: [getattr(e, k) for e in events] for k in BASE_COLUMNS}
-    for k, kind in kinds.items():
-        data[k] = [convert(kind, e.captures.get(k)) for e in events]
-    return pl.DataFrame(data, schema=schema)
+    # One column at a time, each list dropped once it is a Series: the peak is the table plus
+    # one column of Python objects, not the whole table twice.
+    columns = []
+    for k, dtype in schema.items():
+        if k in kinds:
+            kind = kinds[k]
+            values = [convert(kind, e.captures.get(k)) for e in events]
+        else:
+            values = [getattr(e, k) for e in events]
+        columns.append(pl.Series(k, values, dtype=dtype))
+        del values
+    return pl.DataFrame(columns)
 
 
 def _lines(ev: pl.DataFrame) -> pl.Expr:
