@@ -29,16 +29,19 @@ class LineMatcher:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.prefilter = Prefilter(catalog.needles)
-        self._subsets: dict[frozenset[int], list[Pattern]] = {}
-        """Patterns owning a needle set, in role then catalog order."""
-        self._line_needles: dict[int, set[int]] | None = None
-        """Needle indexes found on each candidate line of the current block (by line start);
-        None when the prefilter cannot list them (every candidate then asks the catalog)."""
+        self._subsets: dict[frozenset[int] | int, list[Pattern]] = {}
+        """Patterns owning a needle set (or the one needle of a line that holds one), in
+        ``match_priority`` then catalog order."""
+        self._line_needles: dict[int, set[int] | int] | None = None
+        """Needle indexes found on each candidate line of the current block (by line start):
+        the index alone for a line holding one needle (most lines), else a set. None when the
+        prefilter cannot list them (every candidate then asks the catalog)."""
         self._starts: set[int] = set()
         self._lines: dict[bytes, tuple[str, Prefixed]] = {}
         """Cleaned text and prefixes of recently seen candidate lines (many repeat verbatim
         across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
-        self._matches: dict[str, PatternMatch | None] = {}
+        self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
+        """The answer for recently seen messages (captures shared: copied when handed on)."""
 
     @property
     def disabled(self) -> dict[str, str]:
@@ -54,17 +57,22 @@ class LineMatcher:
         rfind = data.rfind
         if hits is not None:
             hits.sort()
-            per_line: dict[int, set[int]] = {}
+            per_line: dict[int, set[int] | int] = {}
             last_s = -1
             for e, nid in hits:
                 s = rfind(b"\n", 0, e) + 1
                 if s == last_s or s in seen:
-                    per_line[s].add(nid)
+                    got = per_line[s]
+                    if type(got) is int:
+                        if got != nid:
+                            per_line[s] = {got, nid}
+                    else:
+                        got.add(nid)  # type: ignore[union-attr]
                     continue
                 last_s = s
                 seen.add(s)
                 starts.append(s)
-                per_line[s] = {nid}
+                per_line[s] = nid
             self._line_needles = per_line
         else:
             for e in sorted(self.prefilter.find(data)):
@@ -97,43 +105,61 @@ class LineMatcher:
         a needle in the message is a needle in the raw line, unless ``clean_line`` removed
         bytes or cut the line (``text`` is then not ``raw_line`` decoded); those lines, and
         every line where the prefilter cannot list its needles, ask the whole catalog."""
+        got = self.lookup(msg, raw_line, text, start)
+        return None if got is None else PatternMatch(got[0], dict(got[1]))
+
+    def lookup(
+        self, msg: str, raw_line: bytes, text: str, start: int
+    ) -> tuple[Pattern, dict[str, str]] | None:
+        """:meth:`match` as (pattern, captures), where the captures may be shared with the
+        cache: the caller must copy them before handing them on or changing them."""
         per_line = self._line_needles
         if per_line is None or text.encode("utf-8") != raw_line:
-            return self.catalog.match(msg)
+            pm = self.catalog.match(msg)
+            return None if pm is None else (pm.pattern, pm.fields)
         found = per_line.get(start)
-        if not found:
+        if found is None:
             return None
         # The same message always gets the same answer, unless the pattern that won was
         # disabled since (a user regex that timed out): then it is asked again.
-        if msg in self._matches:
-            pm = self._matches[msg]
-            if pm is None:
+        got = self._matches.get(msg, _MISS)
+        if got is not _MISS:
+            if got is None:
                 return None
-            if not pm.pattern.disabled_reason:
-                return PatternMatch(pm.pattern, dict(pm.fields))
-        key = frozenset(found)
-        sub = self._subsets.get(key)
+            if not got[0].disabled_reason:
+                return got
+        sub = self._subsets.get(found if type(found) is int else frozenset(found))  # type: ignore[arg-type]
         if sub is None:
-            cat = self.catalog
-            idx = sorted({i for n in key for i in cat.needle_patterns[n]})
-            pats = [cat.patterns[i] for i in idx]
-            sub = self._subsets[key] = sorted(pats, key=match_priority)
+            sub = self._subset(found)
         # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps
         # (specific over catch-all over candidate, root over symptom over context, then
         # catalog order); the rest need not be searched. A pattern is a
         # candidate when one of its needles is in the message; with no prefix stripped, every
         # needle the prefilter found is, so the check is skipped.
         whole = msg is text
-        pm = None
+        got = None
         for p in sub:
             if not whole and not any(n in msg for n in p.needles):
                 continue
             m = p.search(msg)
             if m:
-                pm = PatternMatch(p, p.fields(m))
+                got = (p, p.fields(m))
                 break
         if len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:
                 self._matches.clear()
-            self._matches[msg] = pm
-        return None if pm is None else PatternMatch(pm.pattern, dict(pm.fields))
+            self._matches[msg] = got
+        return got
+
+    def _subset(self, found: set[int] | int) -> list[Pattern]:
+        """The patterns owning the needles ``found``, in ``match_priority`` order (cached)."""
+        key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
+        cat = self.catalog
+        needles = (key,) if type(key) is int else key
+        idx = sorted({i for n in needles for i in cat.needle_patterns[n]})  # type: ignore[union-attr]
+        pats = [cat.patterns[i] for i in idx]
+        sub = self._subsets[key] = sorted(pats, key=match_priority)
+        return sub
+
+
+_MISS = object()
