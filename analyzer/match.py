@@ -19,6 +19,11 @@ CACHE_LINES = 4096
 """Entries kept in each of the line caches (cleared when full)."""
 CACHE_MAX_LINE = 1024
 """Longer lines are not cached (bounds the caches to a few MB)."""
+CACHE_MIN_HITS = CACHE_LINES // 8
+"""A cache that filled up with fewer hits than this is not worth keeping up (a hit-dense log
+whose lines all differ: each rank's iteration line): it is bypassed for the next
+``CACHE_REST`` lines, then tried again. Only speed depends on it, never an answer."""
+CACHE_REST = 4 * CACHE_LINES
 WINDOW_BYTES = 8192
 """The part of a giant line that is decoded and matched."""
 
@@ -42,6 +47,10 @@ class LineMatcher:
         across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
         self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
         """The answer for recently seen messages (captures shared: copied when handed on)."""
+        self._line_hits = self._match_hits = 0
+        """Hits since each cache was last cleared."""
+        self._line_rest = self._match_rest = 0
+        """Lines still to read without each cache (see ``CACHE_MIN_HITS``)."""
 
     @property
     def disabled(self) -> dict[str, str]:
@@ -89,14 +98,23 @@ class LineMatcher:
 
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
-        got = self._lines.get(raw)
-        if got is None:
+        if self._line_rest:
+            self._line_rest -= 1
             text = clean_line(decode(raw))
-            got = (text, split_prefixes(text))
-            if len(raw) <= CACHE_MAX_LINE:
-                if len(self._lines) >= CACHE_LINES:
-                    self._lines.clear()
-                self._lines[raw] = got
+            return text, split_prefixes(text)
+        got = self._lines.get(raw)
+        if got is not None:
+            self._line_hits += 1
+            return got
+        text = clean_line(decode(raw))
+        got = (text, split_prefixes(text))
+        if len(raw) <= CACHE_MAX_LINE:
+            if len(self._lines) >= CACHE_LINES:
+                if self._line_hits < CACHE_MIN_HITS:
+                    self._line_rest = CACHE_REST
+                self._line_hits = 0
+                self._lines.clear()
+            self._lines[raw] = got
         return got
 
     def match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
@@ -122,12 +140,17 @@ class LineMatcher:
             return None
         # The same message always gets the same answer, unless the pattern that won was
         # disabled since (a user regex that timed out): then it is asked again.
-        got = self._matches.get(msg, _MISS)
-        if got is not _MISS:
-            if got is None:
-                return None
-            if not got[0].disabled_reason:
-                return got
+        rest = self._match_rest
+        if rest:
+            self._match_rest = rest - 1
+        else:
+            got = self._matches.get(msg, _MISS)
+            if got is not _MISS:
+                self._match_hits += 1
+                if got is None:
+                    return None
+                if not got[0].disabled_reason:
+                    return got
         sub = self._subsets.get(found if type(found) is int else frozenset(found))  # type: ignore[arg-type]
         if sub is None:
             sub = self._subset(found)
@@ -145,8 +168,11 @@ class LineMatcher:
             if m:
                 got = (p, p.fields(m))
                 break
-        if len(msg) <= CACHE_MAX_LINE:
+        if not rest and len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:
+                if self._match_hits < CACHE_MIN_HITS:
+                    self._match_rest = CACHE_REST
+                self._match_hits = 0
                 self._matches.clear()
             self._matches[msg] = got
         return got

@@ -127,3 +127,35 @@ def test_events_of_a_cached_line_do_not_share_captures(tmp_path: Path) -> None:
     first.fields["extra"] = "x"
     again = m.match(msg, raw, line.format(0), 0)
     assert again is not None and "extra" not in again.fields
+
+
+def test_caches_rest_when_lines_never_repeat_and_answers_do_not_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import analyzer.match as am
+
+    monkeypatch.setattr(am, "CACHE_LINES", 16)
+    monkeypatch.setattr(am, "CACHE_MIN_HITS", 4)
+    monkeypatch.setattr(am, "CACHE_REST", 8)
+    cat = load_catalog()
+    m = LineMatcher(cat)
+    lines = [f" [2026-08-20 11:50:{i % 60:02d}] iteration {i}/ 100 | consumed samples: {i}"
+             for i in range(40)]
+    data = "".join(x + "\n" for x in lines).encode()
+    starts = m.candidates(data)
+    assert len(starts) == len(lines)
+    rested = False
+    for s, text in zip(starts, lines, strict=True):
+        raw = text.encode()
+        got_text, pre = m.line(raw)
+        assert (got_text, pre) == (text, split_prefixes(text))
+        got = m.lookup(pre.message, raw, got_text, s)
+        assert got is not None and got[0].id == "megatron.ctx.iteration"
+        assert got[1]["iteration"] == str(lines.index(text))
+        rested = rested or (m._line_rest > 0 and m._match_rest > 0)
+    assert rested  # 16 distinct lines filled each cache without a hit: both rested
+    # A line that repeats is cached again once the rest is over.
+    m._line_rest = m._match_rest = 0
+    m._lines.clear()
+    m.line(b"x")
+    assert m.line(b"x") == ("x", split_prefixes("x")) and m._line_hits >= 1
