@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from analyzer.attribute import Attributed, attribute
 from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import Discovery, discover
-from analyzer.events import build_rows, to_frame
+from analyzer.event import Event
+from analyzer.events import build_events, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.flightrec.integrate import evidence_rows, read_flight_recorder
 from analyzer.read import ReadResult, read_job
@@ -31,9 +32,10 @@ class Analysis:
     """Everything the tool learned about one job (returned by ``analyze``).
 
     Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
-    ``attributed`` (events with node, rank and time; the launch geometry), ``rows`` (the
-    events as dicts), ``facts`` (world size, parallelism, versions, progress), ``catalog``
-    (the patterns used). Computed on first use: ``events`` (polars), ``diagnosis``.
+    ``attributed`` (the launch geometry; the reader's events with their attributions),
+    ``rows`` (the events as typed records, ``analyzer.event.Event``), ``facts`` (world size,
+    parallelism, versions, progress), ``catalog`` (the patterns used). Computed on first
+    use: ``events`` (polars), ``diagnosis``.
 
     In Jupyter the analysis shows as its HTML report; ``repr()`` is one short line.
     """
@@ -41,7 +43,7 @@ class Analysis:
     paths: list[Path]
     read: ReadResult
     attributed: Attributed
-    rows: list[dict[str, Any]]
+    rows: list[Event]
     facts: JobFacts
     catalog: Catalog
     notes: list[str] = field(default_factory=list)
@@ -208,7 +210,9 @@ def analyze(
     disc = discover(plist)
     rr = read_job(disc, cat, workers=workers, progress=progress)
     att = attribute(rr.scans, cat)
-    rows = build_rows(att)
+    for sc in rr.scans:  # the records below carry all the reader's events held
+        sc.events = []
+    rows = build_events(att)  # empties att.events as it goes (``attributed`` keeps the geometry)
     facts = collect_facts(rows)
     att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
     fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)

@@ -9,12 +9,15 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 
 import regex
 
 from analyzer.catalog import Catalog, Pattern
+from analyzer.commranks import Claim, CommRanks, comm_ranks, nccl_writer
 from analyzer.scan import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
@@ -26,6 +29,7 @@ class Roles:
     def __init__(self, catalog: Catalog | None) -> None:
         self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
         self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
+        self._tables: dict[str, Mapping[str, tuple[str, ...]]] = {}
         self._names: dict[str, dict[str, str]] = {}
         """Per pattern id: role -> the name of the first capture declaring it
         (``Pattern.by_role``, asked once per pattern instead of once per event)."""
@@ -63,6 +67,20 @@ class Roles:
             for c in p.captures.values()
             if c.role and ev.fields.get(c.name)
         }
+
+    def names(self, pattern_id: str) -> Mapping[str, tuple[str, ...]]:
+        """Role -> the names of the pattern's captures that declare it, in order (one shared
+        table per pattern)."""
+        table = self._tables.get(pattern_id)
+        if table is None:
+            p = self._by_id.get(pattern_id)
+            found: dict[str, tuple[str, ...]] = {}
+            if p:
+                for c in p.captures.values():
+                    if c.role:
+                        found[c.role] = (*found.get(c.role, ()), c.name)
+            table = self._tables[pattern_id] = MappingProxyType(found)
+        return table
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""
@@ -404,6 +422,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             pid_rank[cf.pid] = cf.rank
         if cf.pid is not None and cf.local_rank is not None:
             pid_local[cf.pid] = cf.local_rank
+    comm = _comm_ranks(scans, roles, geo)
     cf_of: dict[int, ChildFailure] = {}
     for cf in failures:
         for ev in cf.events:
@@ -444,6 +463,8 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                     rank = pid_rank.get(ev.nccl_pid)
                 if local_rank is None:
                     local_rank = pid_local.get(ev.nccl_pid)
+            if rank is None and comm and ev.nccl_pid is not None:
+                rank = _comm_rank(comm, ev.message)
             node_index = ev.task
             host = roles.get(ev, "host") or ev.nccl_host or sc.file.node_hint
             if geo.task_is_rank and ev.task is not None:
@@ -475,6 +496,28 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
         label = geo.node_label(a.host, a.node_index)
         out[i] = (ev, replace(a, node=label))
     return Attributed(out, geo, failures, year, roles)
+
+
+def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks:
+    """The process -> rank map that NCCL's init and channel lines give (``commranks.py``)."""
+    claims: list[Claim] = []
+    for sc in scans:
+        for ev in sc.events:
+            rank = roles.int(ev, "comm_rank")
+            host = short_host(roles.get(ev, "host") or ev.nccl_host)
+            pid = roles.int(ev, "pid")
+            if rank is None or host is None or pid is None:
+                continue
+            claims.append(
+                Claim(host, pid, roles.int(ev, "cuda_dev"), rank, roles.int(ev, "comm_size"))
+            )
+    return comm_ranks(claims, geo.world_size) if claims else CommRanks()
+
+
+def _comm_rank(comm: CommRanks, message: str) -> int | None:
+    """The rank of the process that wrote an NCCL line, from the communicator's map."""
+    w = nccl_writer(message)
+    return comm.rank_of(short_host(w[0]), w[1], w[2]) if w else None
 
 
 def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:

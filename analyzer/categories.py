@@ -109,6 +109,10 @@ CAPTURE_ROLES: dict[str, str] = {
     "same line means two jobs (or a stale file store) share one store, a rendezvous fault",
     "task": "srun task ids (one number, a list or a range)",
     "time": "a time printed inside the message",
+    "comm_rank": "the rank of the writing process in an NCCL communicator (a global rank only "
+    "for the communicator that spans the job: see ``analyzer/commranks.py``)",
+    "comm_size": "the number of ranks of that NCCL communicator",
+    "cuda_dev": "the CUDA device index the writing process uses (NCCL's ``[dev]``)",
 }
 """Roles a capture can declare; attribution and reasoning read captures by role, not by name."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from analyzer.attribute import Attributed
+from analyzer.event import EMPTY, Event
 
 if TYPE_CHECKING:
     import polars as pl
@@ -35,47 +36,53 @@ BASE_COLUMNS: dict[str, str] = {
 }
 
 
-def build_rows(att: Attributed) -> list[dict[str, Any]]:
-    """Plain-dict rows of the table, in file then line order."""
-    rows = []
-    for ev, a in att.events:
-        row: dict[str, Any] = {
-            "file": ev.file,
-            "line": ev.line,
-            "offset": ev.offset,
-            "node": a.node,
-            "node_index": a.node_index,
-            "host": a.host,
-            "rank": a.rank,
-            "local_rank": a.local_rank,
-            "attempt": ev.attempt,
-            "time": a.time,
-            "time_inherited": ev.stamp_inherited,
-            "stream": ev.stream,
-            "pattern_id": ev.pattern_id,
-            "category": ev.category,
-            "role": ev.role,
-            "title": ev.title,
-            "level": ev.level,
-            "text": ev.text,
-            "message": ev.message,
-            "traceback": ev.traceback,
-            "repeats": ev.repeats,
-            "_cause": ev.cause,
-            "_fix": ev.fix,
-            "_tags": att.roles.tags(ev),
-            "_rank_assumed": a.rank_assumed,
-            "_roles": att.roles.all(ev),
-        }
-        for k, v in ev.fields.items():
-            if k not in row:
-                row[k] = v
-        rows.append(row)
-    return rows
+def build_events(att: Attributed) -> list[Event]:
+    """The table's records, in file then line order: each raw event joined to its
+    attribution (``analyzer.event``). Takes the pairs out of ``att.events`` (which is left
+    empty): a large job's raw events are freed as their records are made."""
+    out = []
+    roles = att.roles
+    pairs: list[Any] = att.events
+    att.events = []
+    for i in range(len(pairs)):
+        ev, a = pairs[i]
+        pairs[i] = None  # the raw event and its attribution go as their record comes
+        out.append(
+            Event(
+                file=ev.file,
+                line=ev.line,
+                pattern_id=ev.pattern_id,
+                category=ev.category,
+                role=ev.role,
+                text=ev.text,
+                offset=ev.offset,
+                node=a.node,
+                node_index=a.node_index,
+                host=a.host,
+                rank=a.rank,
+                local_rank=a.local_rank,
+                attempt=ev.attempt,
+                time=a.time,
+                time_inherited=ev.stamp_inherited,
+                stream=ev.stream,
+                title=ev.title,
+                level=ev.level,
+                message=ev.message,
+                traceback=ev.traceback,
+                repeats=ev.repeats,
+                captures=ev.fields or EMPTY,
+                role_names=roles.names(ev.pattern_id),
+                tags=roles.tags(ev),
+                cause=ev.cause,
+                fix=ev.fix,
+                rank_assumed=a.rank_assumed,
+            )
+        )
+    return out
 
 
 def to_frame(
-    rows: list[dict[str, Any]], capture_types: Mapping[str, str] | None = None
+    events: Sequence[Event], capture_types: Mapping[str, str] | None = None
 ) -> pl.DataFrame:
     """The event table as a DataFrame with stable column types.
 
@@ -91,15 +98,15 @@ def to_frame(
     declared = capture_types or {}
     schema: dict[str, Any] = {k: types[v] for k, v in BASE_COLUMNS.items()}
     kinds: dict[str, str] = {}
-    for r in rows:
-        for k in r:
-            if k not in schema and not k.startswith("_"):
+    for e in events:
+        for k in e.captures:
+            if k not in schema:
                 kind = declared.get(k, "str")
                 kinds[k] = kind
                 schema[k] = {"str": pl.Utf8, "int": pl.Int64}.get(kind, pl.Float64)
-    data = {
-        k: [convert(kinds[k], r.get(k)) if k in kinds else r.get(k) for r in rows] for k in schema
-    }
+    data: dict[str, list[Any]] = {k: [getattr(e, k) for e in events] for k in BASE_COLUMNS}
+    for k, kind in kinds.items():
+        data[k] = [convert(kind, e.captures.get(k)) for e in events]
     return pl.DataFrame(data, schema=schema)
 
 

@@ -50,6 +50,7 @@ RANK_NOTES: dict[str, str] = {
     "only-rank": "the job ran a single process: rank 0",
     "slurm-end": "SLURM ended every task of the job",
     "culprit": "{reason}",
+    "inferred": "inferred: the first unknown error line, {spread}{new}",
 }
 """How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
 
@@ -81,6 +82,58 @@ def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
     )
 
 
+HANG_REASONS: dict[str, str] = {
+    "desync": "PyTorch's desync report names rank {rank} as lagging",
+    "op-mismatch": (
+        "collective mismatch at SeqNum {seq}: rank {rank} ran {op} while the others ran {others_op}"
+    ),
+    "call-mismatch": (
+        "rank {rank} timed out in {op} while the other {others} timed out in {others_op} (their "
+        "tracebacks): a collective mismatch"
+    ),
+    "lowest-enqueued": (
+        "rank {rank} last enqueued work {last_enqueued} while the others reached "
+        "{others_reached}: it never issued the collective the others wait in"
+    ),
+    "missing": (
+        "rank {rank} is the only rank of {world} that reported no collective timeout: the others "
+        "were waiting for it"
+    ),
+}
+"""How the hang analysis (``analyzer.hangs``) named a culprit, by rule; ``none`` and
+``dumps`` are worded by ``hang_reason`` itself."""
+
+
+def _short(ranks: list[int]) -> str:
+    if len(ranks) <= 8:
+        return ", ".join(map(str, ranks))
+    return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"
+
+
+def hang_reason(rule: str, detail: dict[str, Any]) -> str:
+    """Why the hang analysis named its culprit (or none), from its rule and facts."""
+    if rule == "dumps":
+        why = f"the Flight Recorder dumps show it: {detail['shown']}"
+        logs_rank = detail.get("logs_rank")
+        if logs_rank is None:
+            return why + " (the logs alone name no rank)"
+        if logs_rank != detail["rank"]:
+            logs_why = hang_reason(detail["logs_rule"], detail["logs_detail"])
+            return why + f" (the logs alone pointed at rank {logs_rank}: {logs_why})"
+        return why + " (the logs agree)"
+    if rule == "none":
+        missing = detail.get("missing") or []
+        why = "the timeout reports do not single out one rank"
+        if len(missing) > 1:
+            why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
+        elif not detail.get("world_known"):
+            why += " and the job's world size is not in the logs"
+        if detail.get("first_watchdog") is not None:
+            why += f"; the first watchdog to fire was on rank {detail['first_watchdog']}"
+        return why
+    return HANG_REASONS[rule].format(**detail)
+
+
 def collective(op: str | None, seq: str | None) -> str:
     """A collective as a hang cause names it."""
     return f"{op} SeqNum {seq}" if op and seq else "a collective"
@@ -108,6 +161,39 @@ def unknown_cause(first_sign: str) -> str:
     return (
         "The job failed, but no line in its logs names a cause: the earliest sign is "
         f"“{first_sign}”."
+    )
+
+
+INFERRED_TITLE = "Failure no pattern knows (inferred from one rank's line)"
+NEW_SINCE_GOOD_RUN = ", new since the good run"
+
+
+def spread(ranks: int, world: int | None) -> str:
+    """``on 1 of 8 ranks``: how many ranks printed an unknown line."""
+    return f"on {ranks} of {world} ranks" if world else f"on {ranks} rank(s)"
+
+
+def inferred_cause(
+    rank: int | None, line: str, near_death: bool, spread: str, new: str, cascade: str
+) -> str:
+    """The cause of a verdict inferred from a line no pattern knows (``analyzer.unknown``)."""
+    short = line if len(line) <= 200 else line[:197] + "…"
+    death = " just before that rank died" if near_death else ""
+    return (
+        f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
+        f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
+        f"({cascade}, kept as an alternative)."
+    )
+
+
+def inferred_fix(rank: int | None, node: str | None) -> str:
+    """What to do about a line no pattern knows, on the rank (and node) that printed it."""
+    where = f"rank {rank}" + (f" (node {node})" if node is not None else "")
+    return (
+        f"Look at what printed this line on {where}: the component it names (a data loader, "
+        "a storage client, a native library) and its input at that moment. If it is the "
+        "cause, turn it into a pattern: `mcore-diagnose patterns suggest JOB_DIR -o DIR`, "
+        "then diagnose with `--patterns DIR`."
     )
 
 

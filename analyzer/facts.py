@@ -7,6 +7,8 @@ from typing import Any
 
 import regex
 
+from analyzer.event import Event
+
 _ARG_MAP = {
     "world_size": "world_size",
     "tensor_model_parallel_size": "tp",
@@ -101,39 +103,39 @@ def gpu_generation(name: str | None, sm: int | None = None) -> tuple[str | None,
     return None, sm
 
 
-def collect_facts(rows: list[dict[str, Any]]) -> JobFacts:
+def collect_facts(rows: list[Event]) -> JobFacts:
     """Gather facts from the event rows (context events carry most of them)."""
     f = JobFacts()
     saving = False
     for r in rows:
-        arg, value = r.get("arg"), r.get("value")
+        arg, value = r.cap("arg"), r.cap("value")
         if arg and value is not None:
             key = _ARG_MAP.get(arg)
             if key and key not in f.values:
                 f.values[key] = _intish(value)
         for k in _FIELD_FACTS:
-            v = r.get(k)
+            v = r.cap(k)
             if v and k not in f.values:
                 f.values[k] = _intish(v)
-        it = r.get("iteration")
+        it = r.cap("iteration")
         if it and it.strip().isdecimal():
             n = int(it)
             f.last_iteration = max(f.last_iteration or 0, n)
-            if r.get("rank") is not None:
-                rk = r["rank"]
+            if r.rank is not None:
+                rk = r.rank
                 f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
-            if r.get("time") is not None:
-                f.iteration_times.append(r["time"])
-        tags = r.get("_tags", ())
+            if r.time is not None:
+                f.iteration_times.append(r.time)
+        tags = r.tags
         if "checkpoint-save-begin" in tags:
             saving = True
         elif "checkpoint-save-end" in tags:
             saving = False
-        cc = r.get("compute_cap")
+        cc = r.cap("compute_cap")
         if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
             major, minor = cc.split(".")
             f.values["sm"] = int(major) * 10 + int(minor[:1])
-        text = r.get("message") or ""
+        text = r.message or ""
         m = _SM.search(text)
         if m and "sm" not in f.values:
             f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])

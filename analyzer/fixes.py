@@ -7,6 +7,7 @@ from typing import Any
 import regex
 
 from analyzer.attribute import Geometry
+from analyzer.event import Event
 from analyzer.facts import JobFacts
 
 _NUM = regex.compile(r"\d+")
@@ -62,7 +63,7 @@ def _ws(facts: JobFacts, geo: Geometry) -> int | None:
     return geo.world_size or _int(facts.get("world_size"))
 
 
-def _oom(row: dict[str, Any], facts: JobFacts) -> str:
+def _oom(row: Event, facts: JobFacts) -> str:
     par = ", ".join(f"{k.upper()}={facts.get(k)}" for k in ("tp", "pp", "cp", "dp") if facts.get(k))
     mbs = _int(facts.get("micro_batch"))
     steps = []
@@ -76,12 +77,12 @@ def _oom(row: dict[str, Any], facts: JobFacts) -> str:
     pp = _int(facts.get("pp")) or 1
     steps.append(f"shard the model further (TP {tp}→{tp * 2} or PP {pp}→{pp * 2})")
     steps.append("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if reserved ≫ allocated")
-    if row.get("in_use") and "Process" in (row.get("text") or ""):
+    if row.cap("in_use") and "Process" in (row.text or ""):
         steps.insert(
             0, "check for a second process on that GPU (a stale job or two ranks on one device)"
         )
-    figures = ", ".join(f"{k} {row[k]}" for k in ("tried", "total", "free") if row.get(k))
-    rank = row.get("rank")
+    figures = ", ".join(f"{k} {row.cap(k)}" for k in ("tried", "total", "free") if row.cap(k))
+    rank = row.rank
     head = f"Rank {rank}" if rank is not None else "The rank that ran out of memory"
     if figures:
         head += f" ({figures})"
@@ -90,13 +91,13 @@ def _oom(row: dict[str, Any], facts: JobFacts) -> str:
     return head + ": " + "; ".join(steps) + "."
 
 
-def _config(row: dict[str, Any], facts: JobFacts, geo: Geometry, base: str) -> str:
-    text = row.get("message") or ""
-    ws = _int(row.get("world_size")) or _ws(facts, geo)
-    tp = _int(row.get("tp")) or _int(facts.get("tp"))
-    pp = _int(row.get("pp")) or _int(facts.get("pp")) or 1
-    cp = _int(row.get("cp")) or _int(facts.get("cp")) or 1
-    heads = _int(row.get("heads")) or _int(facts.get("heads"))
+def _config(row: Event, facts: JobFacts, geo: Geometry, base: str) -> str:
+    text = row.message or ""
+    ws = _int(row.cap("world_size")) or _ws(facts, geo)
+    tp = _int(row.cap("tp")) or _int(facts.get("tp"))
+    pp = _int(row.cap("pp")) or _int(facts.get("pp")) or 1
+    cp = _int(row.cap("cp")) or _int(facts.get("cp")) or 1
+    heads = _int(row.cap("heads")) or _int(facts.get("heads"))
     if ("heads" in text or "num_attention_heads" in text) and heads:
         ok = [d for d in _divisors(heads) if not ws or ws % (d * pp * cp) == 0]
         return (
@@ -117,8 +118,8 @@ def _config(row: dict[str, Any], facts: JobFacts, geo: Geometry, base: str) -> s
     return base
 
 
-def _max_connections(row: dict[str, Any], facts: JobFacts) -> str:
-    text = (row.get("message") or "") + " " + (row.get("text") or "")
+def _max_connections(row: Event, facts: JobFacts) -> str:
+    text = (row.message or "") + " " + (row.text or "")
     gen = facts.get("gpu_generation")
     sm = _int(facts.get("sm"))
     blackwell = gen == "Blackwell" or (sm is not None and sm >= 100)
@@ -151,9 +152,9 @@ def _max_connections(row: dict[str, Any], facts: JobFacts) -> str:
     )
 
 
-def tailor_fix(row: dict[str, Any], base: str, facts: JobFacts, geo: Geometry) -> str:
+def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
     """The fix for this event, specific to the job where the category allows."""
-    cat = row.get("category")
+    cat = row.category
     if cat == "cuda_oom":
         return merge_fix(_oom(row, facts), base)
     if cat == "config":
@@ -161,7 +162,7 @@ def tailor_fix(row: dict[str, Any], base: str, facts: JobFacts, geo: Geometry) -
     if cat == "cuda_device_max_connections":
         return merge_fix(_max_connections(row, facts), base)
     if cat == "import_error":
-        node = row.get("node")
+        node = row.node
         return compose(
             base,
             (
@@ -177,14 +178,16 @@ def tailor_fix(row: dict[str, Any], base: str, facts: JobFacts, geo: Geometry) -
             ),
         )
     if cat == "rendezvous":
-        store = row.get("store_host") or row.get("addr")
-        port = row.get("port")
+        store = row.cap("store_host") or row.cap("addr")
+        port = row.cap("port")
         extra: list[tuple[str, str]] = []
         if port:
             where = f" on {store}" if store else " on the master host"
             extra.append(
-                (f"port {port} is free", f"Check that port {port} is free{where} "
-                 f"(`ss -ltnp | grep :{port}`).")
+                (
+                    f"port {port} is free",
+                    f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
+                )
             )
         extra.append(
             (
@@ -196,7 +199,7 @@ def tailor_fix(row: dict[str, Any], base: str, facts: JobFacts, geo: Geometry) -
         extra.append(("MASTER_PORT", "Every node must get the same MASTER_PORT."))
         return compose(base, *extra)
     if cat == "hardware":
-        node = row.get("node") or row.get("host")
+        node = row.node or row.host
         if node:
             return (
                 f"{base} Drain the node: `scontrol update NodeName={node} State=DRAIN "

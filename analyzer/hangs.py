@@ -4,6 +4,9 @@ Evidence, strongest first: a desync report naming lagging ranks; ``monitored_bar
 naming a rank; a rank whose op type differs at the same sequence number (collective
 mismatch); the one rank with the lowest "last enqueued" work; the one rank of the job missing
 from every collective report. Without such evidence the culprit stays unnamed.
+
+A finding records the rule that named the culprit (``HangFinding.rule``) and its facts
+(``detail``); ``analyzer.explain.hang_reason`` words them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 import regex
 
+from analyzer.event import Event
+
 _INTS = regex.compile(r"\d+")
 _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
 """The torch.distributed function a traceback's collective call went through."""
@@ -21,13 +26,22 @@ _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
 
 @dataclass
 class HangFinding:
-    """The culprit (or None) and how it was found."""
+    """The culprit (or None), the rule that found it and that rule's facts."""
 
     rank: int | None
-    reason: str
+    rule: str
+    """One of ``explain.HANG_REASONS``: desync, op-mismatch, call-mismatch, lowest-enqueued,
+    missing, dumps (the Flight Recorder), none."""
     confidence: float
-    rows: list[dict[str, Any]]
+    rows: list[Event]
     detail: dict[str, Any]
+
+    @property
+    def reason(self) -> str:
+        """The finding in words (``explain.hang_reason``)."""
+        from analyzer.explain import hang_reason
+
+        return hang_reason(self.rule, self.detail)
 
 
 def _int(v: Any) -> int | None:
@@ -38,7 +52,7 @@ def _int(v: Any) -> int | None:
 
 
 def find_culprit(
-    timeouts: list[dict[str, Any]], universe: set[int], dump: dict[str, Any] | None = None
+    timeouts: list[Event], universe: set[int], dump: Event | None = None
 ) -> HangFinding:
     """Compare the ranks' timeout reports; ``universe`` is every rank the job had; ``dump`` is
     the event row in which the Flight Recorder dumps name a culprit (the strongest evidence)."""
@@ -48,44 +62,39 @@ def find_culprit(
     return from_dumps(dump, logs)
 
 
-def from_dumps(dump: dict[str, Any], logs: HangFinding) -> HangFinding:
+def from_dumps(dump: Event, logs: HangFinding) -> HangFinding:
     """The dumps' culprit, with what the logs alone said beside it."""
-    rank = dump["rank"]
-    reason = f"the Flight Recorder dumps show it: {dump.get('fr_reason') or dump['text']}"
-    if logs.rank is None:
-        reason += " (the logs alone name no rank)"
-    elif logs.rank != rank:
-        reason += f" (the logs alone pointed at rank {logs.rank}: {logs.reason})"
-    else:
-        reason += " (the logs agree)"
-    conf = float(dump.get("fr_confidence") or 0.7)
+    rank = dump.rank
+    detail: dict[str, Any] = {
+        "rank": rank,
+        "dumps": dump.cap("fr_kind"),
+        "shown": dump.cap("fr_reason") or dump.text,
+        "logs_rank": logs.rank,
+        "logs_rule": logs.rule,
+        "logs_detail": logs.detail,
+    }
+    conf = float(dump.cap("fr_confidence") or 0.7)
     if logs.rank == rank:
         conf = min(0.95, conf + 0.05)
-    return HangFinding(rank, reason, conf, [dump, *logs.rows], {"dumps": dump.get("fr_kind")})
+    return HangFinding(rank, "dumps", conf, [dump, *logs.rows], detail)
 
 
-def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFinding:
+def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
     """The culprit from the timeout lines alone."""
-    reporting = {r["rank"] for r in timeouts if r.get("rank") is not None}
+    reporting = {r.rank for r in timeouts if r.rank is not None}
     # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
     for r in timeouts:
-        lag = r.get("lagging_ranks")
+        lag = r.cap("lagging_ranks")
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
-                return HangFinding(
-                    ranks[0],
-                    f"PyTorch's desync report names rank {ranks[0]} as lagging",
-                    0.8,
-                    [r],
-                    {"lagging": ranks},
-                )
+                return HangFinding(ranks[0], "desync", 0.8, [r], {"rank": ranks[0]})
     # 2. Collective mismatch: same sequence number, different op type.
     by_seq: dict[tuple[str | None, int], dict[int, str]] = defaultdict(dict)
     for r in timeouts:
-        seq, op, rk = _int(r.get("seq")), r.get("op"), r.get("rank")
+        seq, op, rk = _int(r.cap("seq")), r.cap("op"), r.rank
         if seq is not None and op and rk is not None:
-            by_seq[(r.get("pg_id"), seq)][rk] = op
+            by_seq[(r.cap("pg_id"), seq)][rk] = op
     for (_pg, seq), ops in sorted(by_seq.items(), key=lambda kv: kv[0][1]):
         counts = Counter(ops.values())
         if len(counts) > 1 and len(ops) >= 3:
@@ -93,22 +102,21 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
             odd = [rk for rk, op in ops.items() if op != majority]
             if len(odd) == 1:
                 rk = odd[0]
-                rows = [r for r in timeouts if r.get("rank") == rk][:1]
+                rows = [r for r in timeouts if r.rank == rk][:1]
                 return HangFinding(
                     rk,
-                    f"collective mismatch at SeqNum {seq}: rank {rk} ran {ops[rk]} while the "
-                    f"others ran {majority}",
+                    "op-mismatch",
                     0.75,
                     rows,
-                    {"seq": seq, "op": ops[rk], "others_op": majority},
+                    {"rank": rk, "seq": seq, "op": ops[rk], "others_op": majority},
                 )
     # 2b. Collective mismatch from the tracebacks (gloo): the c10d function each rank's
     # timed-out call went through; only the culprit's names the other collective.
     calls: dict[int, str] = {}
     for r in timeouts:
-        found = _C10D_CALL.findall(r.get("traceback") or "")
-        if found and r.get("rank") is not None:
-            calls.setdefault(r["rank"], found[-1])
+        found = _C10D_CALL.findall(r.traceback or "")
+        if found and r.rank is not None:
+            calls.setdefault(r.rank, found[-1])
     counts = Counter(calls.values())
     if len(calls) >= 3 and len(counts) > 1:
         majority, n_major = counts.most_common(1)[0]
@@ -117,16 +125,15 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
             rk = odd[0]
             return HangFinding(
                 rk,
-                f"rank {rk} timed out in {calls[rk]} while the other {n_major} timed out in "
-                f"{majority} (their tracebacks): a collective mismatch",
+                "call-mismatch",
                 0.7,
-                [r for r in timeouts if r.get("rank") == rk][:1],
-                {"op": calls[rk], "others_op": majority},
+                [r for r in timeouts if r.rank == rk][:1],
+                {"rank": rk, "op": calls[rk], "others": n_major, "others_op": majority},
             )
     # 3. The one rank whose "last enqueued" work is behind everyone else's.
     enq: dict[int, int] = {}
     for r in timeouts:
-        v, rk = _int(r.get("last_enqueued")), r.get("rank")
+        v, rk = _int(r.cap("last_enqueued")), r.rank
         if v is not None and rk is not None:
             enq[rk] = min(v, enq.get(rk, v))
     if len(enq) >= 2:
@@ -136,39 +143,20 @@ def _from_logs(timeouts: list[dict[str, Any]], universe: set[int]) -> HangFindin
             rk = lows[0]
             return HangFinding(
                 rk,
-                f"rank {rk} last enqueued work {low} while the others reached "
-                f"{max(enq.values())}: it never issued the collective the others wait in",
+                "lowest-enqueued",
                 0.7,
-                [r for r in timeouts if r.get("rank") == rk][:1],
-                {"last_enqueued": low},
+                [r for r in timeouts if r.rank == rk][:1],
+                {"rank": rk, "last_enqueued": low, "others_reached": max(enq.values())},
             )
     # 4. The rank missing from the reports.
     missing = sorted(universe - reporting)
     if universe and len(missing) == 1 and len(reporting) >= 2:
         rk = missing[0]
-        return HangFinding(
-            rk,
-            f"rank {rk} is the only rank of {len(universe)} that reported no collective timeout:"
-            " the others were waiting for it",
-            0.65,
-            [],
-            {"missing": missing},
-        )
+        return HangFinding(rk, "missing", 0.65, [], {"rank": rk, "world": len(universe)})
     # 5. The rank whose watchdog raised the dump signal first (a weak pointer).
-    srcs = Counter(_int(r.get("src_rank")) for r in timeouts if r.get("src_rank"))
+    srcs = Counter(_int(r.cap("src_rank")) for r in timeouts if r.cap("src_rank"))
     srcs.pop(None, None)
-    why = "the timeout reports do not single out one rank"
-    if len(missing) > 1:
-        why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
-    elif not universe:
-        why += " and the job's world size is not in the logs"
+    detail: dict[str, Any] = {"missing": missing, "world_known": bool(universe)}
     if len(srcs) == 1:
-        (src,) = srcs
-        why += f"; the first watchdog to fire was on rank {src}"
-    return HangFinding(None, why, 0.5, [], {"missing": missing})
-
-
-def _short(ranks: list[int]) -> str:
-    if len(ranks) <= 8:
-        return ", ".join(map(str, ranks))
-    return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"
+        (detail["first_watchdog"],) = srcs
+    return HangFinding(None, "none", 0.5, [], detail)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analyzer.event import Event
 from analyzer.lint import lint_text
 from analyzer.lint.config import ConfigError, LintConfig, load_config
 from analyzer.lint.rules import Finding
@@ -89,12 +90,12 @@ def read_script(path: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _where(r: dict[str, Any]) -> str:
-    return f"{r.get('file')}:{r.get('line')}: {(r.get('text') or '').strip()}"
+def _where(r: Event) -> str:
+    return f"{r.file}:{r.line}: {(r.text or '').strip()}"
 
 
-def _nodes(rows: Iterable[dict[str, Any]]) -> list[str]:
-    return sorted({str(r.get("node") or r.get("host") or "?") for r in rows})
+def _nodes(rows: Iterable[Event]) -> list[str]:
+    return sorted({str(r.node or r.host or "?") for r in rows})
 
 
 def _finding(findings: list[Finding], rule: str, needle: str = "") -> Finding | None:
@@ -112,11 +113,11 @@ def _evidence_of(lines: list[str]) -> Callable[[Finding], str]:
 
 
 def _from_events(
-    rows: list[dict[str, Any]], findings: list[Finding], _script_evidence: Callable[[Finding], str]
+    rows: list[Event], findings: list[Finding], _script_evidence: Callable[[Finding], str]
 ) -> list[Advisory]:
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by: dict[str, list[Event]] = defaultdict(list)
     for r in rows:
-        by[r.get("pattern_id") or ""].append(r)
+        by[r.pattern_id or ""].append(r)
     out: list[Advisory] = []
 
     chdir = by.get("launch.slurmstepd.chdir_failed", [])
@@ -124,13 +125,13 @@ def _from_events(
     if chdir or cant:
         f = _finding(findings, "node-local-path", "worktree") or _finding(
             findings, "node-local-path")
-        paths = sorted({str(r.get("path")) for r in chdir if r.get("path")})
+        paths = sorted({str(r.cap("path")) for r in chdir if r.cap("path")})
         where = "node(s) " + ", ".join(_nodes(chdir or cant))
         msg = (f"the job's directory {', '.join(paths)} is missing on {where}: slurmstepd ran the "
                "tasks from /tmp" if chdir else
                f"the training script is missing on {where}")
         if cant:
-            msg += f", and python could not open {cant[0].get('path')}"
+            msg += f", and python could not open {cant[0].cap('path')}"
         msg += "; the worktree is not on storage every node sees"
         ev = [_where(r) for r in (chdir[:1] + cant[:1])]
         if f is not None:
@@ -144,7 +145,7 @@ def _from_events(
     ep = by.get("launch.rendezvous.endpoint_hostname", [])
     if ep:
         f = _finding(findings, "master-addr")
-        endpoint = str(ep[0].get("endpoint") or "")
+        endpoint = str(ep[0].cap("endpoint") or "")
         raw = "[" in endpoint or "," in endpoint
         msg = (f"the rendezvous endpoint {endpoint} is the raw SLURM node list"
                if raw else f"the rendezvous endpoint {endpoint} is not a host name")
@@ -168,11 +169,11 @@ def _from_events(
                             ev))
 
     missing = [r for r in by.get("megatron.ctx.checkpoint_load", [])
-               if "could not find the metadata file" in (r.get("text") or "")]
+               if "could not find the metadata file" in (r.text or "")]
     if missing:
         f = _finding(findings, "node-local-path", "--load") or _finding(
             findings, "node-local-path", "--save")
-        path = missing[0].get("path")
+        path = missing[0].cap("path")
         msg = (f"Megatron found no checkpoint ({path}) and started from random: training "
                "restarted from iteration 1")
         if f is not None:
@@ -197,10 +198,10 @@ def _from_events(
         ))
 
     starts = [r for r in by.get("megatron.ctx.startup", [])
-              if str(r.get("value") or "").startswith("> initializing torch distributed")]
+              if str(r.cap("value") or "").startswith("> initializing torch distributed")]
     worlds: dict[Any, set[Any]] = defaultdict(set)
     for r in starts:
-        worlds[r.get("attempt")].add((r.get("host"), r.get("node_index"), r.get("file")))
+        worlds[r.attempt].add((r.host, r.node_index, r.file))
     many = {k: v for k, v in worlds.items() if len(v) > 1}
     if many:
         f = _finding(findings, "worker-group")
@@ -216,13 +217,13 @@ def _from_events(
     return out
 
 
-def _megatron_world_size(rows: list[dict[str, Any]]) -> int | None:
+def _megatron_world_size(rows: list[Event]) -> int | None:
     """The world size Megatron printed (``using world size: N``), if it did."""
     for r in rows:
-        if r.get("pattern_id") == "megatron.ctx.world_size" and str(
-            r.get("world_size") or ""
+        if r.pattern_id == "megatron.ctx.world_size" and str(
+            r.cap("world_size") or ""
         ).isdigit():
-            return int(r["world_size"])
+            return int(r.cap("world_size") or 0)
     return None
 
 
@@ -310,7 +311,7 @@ def _shown(path: Path, paths: Sequence[Path]) -> str:
 
 
 def launch_advisories(
-    rows: list[dict[str, Any]],
+    rows: list[Event],
     verdict_category: str,
     paths: Sequence[Path],
     script: Path | None = None,
@@ -339,7 +340,7 @@ def launch_advisories(
     job = read_job(parse_script(text, str(path))) if text is not None else None
     out = _from_events(rows, findings, ev)
     shared = _shared_hosts(task_hosts or {})
-    inuse = [r for r in rows if str(r.get("pattern_id") or "").endswith(
+    inuse = [r for r in rows if str(r.pattern_id or "").endswith(
         ("eaddrinuse", "eaddrinuse_libuv", "eaddrinuse_python"))]
     tpn = _finding(findings, "tasks-per-node")
     if shared and inuse and (text is None or tpn is not None):
@@ -352,7 +353,7 @@ def launch_advisories(
             tpn.fix if tpn else "#SBATCH --ntasks-per-node=1",
             ([ev(tpn)] if tpn else []) + [_where(r) for r in inuse[:1]],
             "error",
-            patterns=tuple(sorted({str(r.get("pattern_id")) for r in inuse})),
+            patterns=tuple(sorted({str(r.pattern_id) for r in inuse})),
         ))
     ws = _world_size(_megatron_world_size(rows), job, geometry)
     group = next((a for a in out if a.rule == "worker-group"), None)
@@ -368,7 +369,7 @@ def launch_advisories(
         out.append(Advisory(f.rule, f"the batch script breaks a launch rule: {f.message}",
                             f.fix, [ev(f)], f.severity))
     tied = VERDICT_RULES.get(verdict_category, frozenset())
-    verdict_rows = [r for r in rows if verdict_pattern and r.get("pattern_id") == verdict_pattern]
+    verdict_rows = [r for r in rows if verdict_pattern and r.pattern_id == verdict_pattern]
     for a in out:
         a.explains_verdict = a.rule in tied or (verdict_pattern is not None and
                                                 verdict_pattern in a.patterns)

@@ -10,7 +10,7 @@ timeouts the hang analysis names a culprit or says why it cannot.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,10 +20,12 @@ from analyzer import explain
 from analyzer.attribute import Geometry
 from analyzer.catalog import render
 from analyzer.categories import SLURM_END_CATEGORIES, info, strength
+from analyzer.event import Event
 from analyzer.facts import JobFacts
 from analyzer.fixes import tailor_fix
 from analyzer.flightrec.integrate import culprit_row
 from analyzer.hangs import find_culprit
+from analyzer.rankrules import uniform_by_detail
 from analyzer.timefmt import iso
 from analyzer.unknown import infer, split_candidates
 from analyzer.verdict import Diagnosis, Evidence, Verdict
@@ -33,34 +35,28 @@ SKEW = timedelta(seconds=2)
 _FAR_FUTURE = datetime.max
 
 
-def _tagged(r: dict[str, Any], tag: str) -> bool:
-    return tag in r.get("_tags", ())
+def _key(r: Event) -> tuple[datetime, int, str, int]:
+    return (r.time or _FAR_FUTURE, -strength(r.category), r.file, r.line)
 
 
-def _key(r: dict[str, Any]) -> tuple[datetime, int, str, int]:
-    return (r["time"] or _FAR_FUTURE, -strength(r["category"]), r["file"], r["line"])
-
-
-def _earliest(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _earliest(rows: list[Event]) -> Event:
     """Earliest by time within the skew tolerance, then strength, then stream order."""
-    timed = [r for r in rows if r["time"] is not None]
+    timed = [(r.time, r) for r in rows if r.time is not None]
     if not timed:
-        return min(rows, key=lambda r: (-strength(r["category"]), r["file"], r["line"]))
-    t0 = min(r["time"] for r in timed)
-    window = [r for r in timed if r["time"] - t0 <= SKEW]
-    return min(window, key=lambda r: (-strength(r["category"]), r["time"], r["file"], r["line"]))
+        return min(rows, key=lambda r: (-strength(r.category), r.file, r.line))
+    t0 = min(t for t, _r in timed)
+    window = [(t, r) for t, r in timed if t - t0 <= SKEW]
+    return min(window, key=lambda tr: (-strength(tr[1].category), tr[0], tr[1].file, tr[1].line))[1]
 
 
-def _evidence(r: dict[str, Any]) -> Evidence:
-    ctx = (r.get("traceback") or "").splitlines()
-    return Evidence(
-        r["file"], r["line"], r["text"], r.get("rank"), r.get("node"), r.get("time"), ctx
-    )
+def _evidence(r: Event) -> Evidence:
+    ctx = (r.traceback or "").splitlines()
+    return Evidence(r.file, r.line, r.text, r.rank, r.node, r.time, ctx)
 
 
-def _values(r: dict[str, Any], facts: JobFacts) -> dict[str, Any]:
-    v: dict[str, Any] = {**facts.values, **{k: x for k, x in r.items() if x is not None}}
-    v["rank"] = r.get("rank") if r.get("rank") is not None else "?"
+def _values(r: Event, facts: JobFacts) -> dict[str, Any]:
+    v: dict[str, Any] = {**facts.values, **r.values()}
+    v["rank"] = r.rank if r.rank is not None else "?"
     return v
 
 
@@ -74,52 +70,53 @@ def _unknowns(text: str) -> str:
     )
 
 
-def _verdict_from(r: dict[str, Any], facts: JobFacts, geo: Geometry, conf: float) -> Verdict:
+def _verdict_from(r: Event, facts: JobFacts, geo: Geometry, conf: float) -> Verdict:
     vals = _values(r, facts)
-    cause = _unknowns(render(r.get("_cause") or r.get("title") or "", vals))
-    fix = render(r.get("_fix") or "", vals)
-    if not r.get("_fix_exact"):  # a reasoning rule's own fix is already specific
+    cause = _unknowns(render(r.cause or r.title or "", vals))
+    fix = render(r.fix or "", vals)
+    if not r.fix_exact:  # a reasoning rule's own fix is already specific
         fix = tailor_fix(r, fix, facts, geo)
     fix = _unknowns(fix)
     return Verdict(
-        category=r["category"],
+        category=r.category,
         cause=cause,
         fix=fix,
         confidence=conf,
-        pattern_id=r["pattern_id"],
-        rank=r.get("rank"),
-        local_rank=r.get("local_rank"),
-        node=r.get("node"),
-        node_index=r.get("node_index"),
-        time=r.get("time"),
-        title=r.get("title") or "",
+        pattern_id=r.pattern_id,
+        rank=r.rank,
+        local_rank=r.local_rank,
+        node=r.node,
+        node_index=r.node_index,
+        time=r.time,
+        title=r.title or "",
         evidence=[_evidence(r)],
-        attempt=r.get("attempt"),
+        attempt=r.attempt,
         key=_failure_key(r),
     )
 
 
-def _failure_key(r: dict[str, Any]) -> dict[str, str]:
+def _failure_key(r: Event) -> dict[str, str]:
     """Structured identity of the event: exception type, innermost frame, message, op."""
     key = {
-        "exc_type": r.get("exc_type") or "",
-        "frame": r.get("frame") or "",
-        "message": r.get("exc_msg") or r.get("message") or r.get("text") or "",
+        "exc_type": r.cap("exc_type") or "",
+        "frame": r.cap("frame") or "",
+        "message": r.cap("exc_msg") or r.message or r.text or "",
     }
-    if r.get("op"):
-        key["op"] = str(r["op"])
+    op = r.cap("op")
+    if op:
+        key["op"] = str(op)
     return {k: v for k, v in key.items() if v}
 
 
-def _signature(r: dict[str, Any]) -> tuple[str, str]:
-    return (r["pattern_id"], r.get("exc_type") or "")
+def _signature(r: Event) -> tuple[str, str]:
+    return (r.pattern_id, r.cap("exc_type") or "")
 
 
-def _universe(rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry) -> set[int]:
+def _universe(rows: list[Event], facts: JobFacts, geo: Geometry) -> set[int]:
     ws = geo.world_size
     if isinstance(ws, int) and 0 < ws <= 1_000_000:
         return set(range(ws))
-    return {r["rank"] for r in rows if r.get("rank") is not None}
+    return {r.rank for r in rows if r.rank is not None}
 
 
 def _world(facts: JobFacts, geo: Geometry) -> int | None:
@@ -127,61 +124,59 @@ def _world(facts: JobFacts, geo: Geometry) -> int | None:
     return ws if isinstance(ws, int) and ws > 0 else None
 
 
-def _first_per_rank(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    firsts: dict[int, dict[str, Any]] = {}
+def _first_per_rank(rows: list[Event]) -> list[Event]:
+    firsts: dict[int, Event] = {}
     for r in sorted(rows, key=_key):
-        if r.get("rank") is not None:
-            firsts.setdefault(r["rank"], r)
+        if r.rank is not None:
+            firsts.setdefault(r.rank, r)
     return sorted(firsts.values(), key=_key)
 
 
-def _enrich_rank(v: Verdict, chosen: dict[str, Any], active: list[dict[str, Any]]) -> None:
+def _enrich_rank(v: Verdict, chosen: Event, active: list[Event]) -> None:
     """A root without a rank (a scheduler line) takes it from a same-category event nearby."""
-    kin = {chosen["category"], *info(chosen["category"]).kin}
+    kin = {chosen.category, *info(chosen.category).kin}
     near = [
         r
         for r in active
-        if r["category"] in kin
-        and r.get("rank") is not None
+        if r.category in kin
+        and r.rank is not None
         and (
-            chosen["time"] is None
-            or r["time"] is None
-            or abs(r["time"] - chosen["time"]) <= timedelta(minutes=2)
+            chosen.time is None
+            or r.time is None
+            or abs(r.time - chosen.time) <= timedelta(minutes=2)
         )
     ]
-    ranks = {r["rank"] for r in near}
-    if chosen["category"] == "network" and chosen["time"] is not None:
+    ranks = {r.rank for r in near}
+    if chosen.category == "network" and chosen.time is not None:
         # A peer that died first makes the link error its echo: do not blame the reporter.
         died = [
             r
             for r in active
-            if _tagged(r, "death") and r["time"] is not None and r["time"] < chosen["time"] - SKEW
+            if r.tagged("death") and r.time is not None and r.time < chosen.time - SKEW
         ]
         if died:
-            _why(v, "peer-died-first", file=died[0]["file"], line=died[0]["line"])
+            _why(v, "peer-died-first", file=died[0].file, line=died[0].line)
             return
     if len(ranks) == 1:
         _take_rank(v, near[0], "from-line")
 
 
-def _root_verdict(
-    roots: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
-) -> Verdict:
+def _root_verdict(roots: list[Event], rows: list[Event], facts: JobFacts, geo: Geometry) -> Verdict:
     chosen = _earliest(roots)
-    conf = 0.75 if _tagged(chosen, "uncatalogued") else info(chosen["category"]).confidence
+    conf = 0.75 if chosen.tagged("uncatalogued") else info(chosen.category).confidence
     v = _verdict_from(chosen, facts, geo, conf)
     sig = _signature(chosen)
     same = _first_per_rank([r for r in roots if _signature(r) == sig])
     universe = _universe(rows, facts, geo)
     if len(same) >= 2:
         n = len(same)
-        every = bool(universe) and {r["rank"] for r in same} >= universe
-        who = f"all {n} ranks" if every else "ranks " + ", ".join(str(r["rank"]) for r in same[:8])
-        t0, t1 = same[0]["time"], same[1]["time"]
+        every = bool(universe) and {r.rank for r in same} >= universe
+        who = f"all {n} ranks" if every else "ranks " + ", ".join(str(r.rank) for r in same[:8])
+        t0, t1 = same[0].time, same[1].time
         if t0 is not None and t1 is not None and t1 - t0 > SKEW:
             first = same[0]
             v = _verdict_from(first, facts, geo, conf)
-            _why(v, "same-way-first", who=who, rank=first["rank"])
+            _why(v, "same-way-first", who=who, rank=first.rank)
         else:
             v.rank = v.local_rank = None
             if every:
@@ -189,13 +184,17 @@ def _root_verdict(
             _why(v, "same-way-together", who=who)
         for r in same[1:3]:
             v.evidence.append(_evidence(r))
-    elif chosen.get("rank") is None:
-        _enrich_rank(v, chosen, [r for r in rows if r["role"] != "context"])
+    elif chosen.rank is None:
+        _enrich_rank(v, chosen, [r for r in rows if r.role != "context"])
         if v.rank is None and not v.rank_rule:
             _only_death(v, rows)
     if v.node is None and v.rank is None and not v.rank_rule:
         _enrich_node(v, chosen, rows, geo)
-    uniform = info(chosen["category"]).uniform or _tagged(chosen, "uniform")
+    uniform = (
+        info(chosen.category).uniform
+        or chosen.tagged("uniform")
+        or uniform_by_detail(chosen, rows)
+    )
     if v.rank is not None and len(same) < 2 and uniform:
         _uniform_rank(v, chosen, rows)
     return v
@@ -205,20 +204,20 @@ _KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
 """Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
 
 
-def _only_death(v: Verdict, rows: list[dict[str, Any]]) -> None:
+def _only_death(v: Verdict, rows: list[Event]) -> None:
     """An unranked root takes the rank of the one worker the launcher reports dead, when
     exactly one is (torchrun's ``failed (exitcode: 1) local_rank: 0``, mp.spawn's process
     exits): the line came from the process that died. Workers it SIGTERMed do not count."""
-    dead: dict[int, dict[str, Any]] = {}
+    dead: dict[int, Event] = {}
     for r in rows:
-        if r.get("rank") is None or not _tagged(r, "death"):
+        if r.rank is None or not r.tagged("death"):
             continue
-        roles = r.get("_roles") or {}
+        roles = r.roles
         if roles.get("exit_code") in _KILLED_BY_LAUNCHER or roles.get("signal") in (
             _KILLED_BY_LAUNCHER
         ):
             continue
-        dead.setdefault(r["rank"], r)
+        dead.setdefault(r.rank, r)
     if len(dead) != 1:
         return
     (r,) = dead.values()
@@ -233,12 +232,12 @@ def _only_rank(v: Verdict, geo: Geometry) -> None:
         _why(v, "only-rank")
 
 
-def _take_rank(v: Verdict, r: dict[str, Any], rule: str) -> None:
+def _take_rank(v: Verdict, r: Event, rule: str) -> None:
     """The verdict takes rank, local rank and node from event ``r`` (rank rule ``rule``, which
     names the line), and shows ``r`` as evidence."""
-    v.rank, v.local_rank = r["rank"], r.get("local_rank")
-    v.node, v.node_index = r.get("node") or v.node, r.get("node_index")
-    _why(v, rule, file=r["file"], line=r["line"])
+    v.rank, v.local_rank = r.rank, r.local_rank
+    v.node, v.node_index = r.node or v.node, r.node_index
+    _why(v, rule, file=r.file, line=r.line)
     v.evidence.append(_evidence(r))
 
 
@@ -247,18 +246,15 @@ def _why(v: Verdict, rule: str, **facts: Any) -> None:
     v.rank_rule, v.rank_facts = rule, facts
 
 
-def _uniform_rank(v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def _uniform_rank(v: Verdict, chosen: Event, rows: list[Event]) -> None:
     """A start-up error every rank raises alike (a bad argument, a missing module) names no
     rank when the logs show no other rank: the launcher reported the first copy it saw. Other
     ranks seen without it (a node with a broken environment) keep the rank."""
     sig = _signature(chosen)
     others = {
-        r["rank"]
+        r.rank
         for r in rows
-        if r.get("rank") is not None
-        and r["rank"] != v.rank
-        and r["role"] != "context"
-        and _signature(r) != sig
+        if r.rank is not None and r.rank != v.rank and r.role != "context" and _signature(r) != sig
     }
     if others:
         return
@@ -270,9 +266,7 @@ _NEAR_LINES = 2
 """An srun exit this close below an unlabelled root line is that line's task's exit."""
 
 
-def _enrich_node(
-    v: Verdict, chosen: dict[str, Any], rows: list[dict[str, Any]], geo: Geometry
-) -> None:
+def _enrich_node(v: Verdict, chosen: Event, rows: list[Event], geo: Geometry) -> None:
     """An unprefixed root line takes its node from srun's task exits, when they single one out.
 
     A task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right below the
@@ -282,57 +276,49 @@ def _enrich_node(
     exits = [
         r
         for r in rows
-        if _tagged(r, "task-exit")
-        and r.get("_roles", {}).get("exit_code") is not None
-        and r.get("_roles", {}).get("task", "").isdecimal()
+        if r.tagged("task-exit")
+        and r.role_of("exit_code") is not None
+        and (r.role_of("task") or "").isdecimal()
     ]
-    tasks = {int(r["_roles"]["task"]) for r in exits}
+    tasks = {int(r.roles["task"]) for r in exits}
     if not tasks:
         return
-    last = chosen["line"]  # an assembled traceback's line is its closing exception line
-    below = [
-        r for r in exits if r["file"] == chosen["file"] and last < r["line"] <= last + _NEAR_LINES
-    ]
+    last = chosen.line  # an assembled traceback's line is its closing exception line
+    below = [r for r in exits if r.file == chosen.file and last < r.line <= last + _NEAR_LINES]
     if len(tasks) == 1:
         first = exits[0]
     elif below:
-        first = min(below, key=lambda r: r["line"])
+        first = min(below, key=lambda r: r.line)
     else:
         _why(v, "srun-exits-many", tasks=len(tasks))
         return
-    task = int(first["_roles"]["task"])
+    task = int(first.roles["task"])
     v.node_index = task
     v.node = geo.node_label(geo.task_hosts.get(task), task)
-    _why(v, "srun-exit", task=task, file=first["file"], line=first["line"])
+    _why(v, "srun-exit", task=task, file=first.file, line=first.line)
 
 
 def _hang_verdict(
-    timeouts: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+    timeouts: list[Event], rows: list[Event], facts: JobFacts, geo: Geometry
 ) -> Verdict:
     finding = find_culprit(timeouts, _universe(rows, facts, geo), culprit_row(rows))
     first = _earliest(timeouts)
     v = _verdict_from(first, facts, geo, finding.confidence)
     v.category = "collective_timeout"
-    ranks = len({r["rank"] for r in timeouts if r.get("rank") is not None})
-    op = first.get("op")
-    seq = first.get("seq")
+    ranks = len({r.rank for r in timeouts if r.rank is not None})
+    op = first.cap("op")
+    seq = first.cap("seq")
     what = explain.collective(op, seq)
     v.rule = "hang"
     if finding.rank is not None:
-        culprit_rows = [r for r in rows if r.get("rank") == finding.rank]
-        node = next((r["node"] for r in culprit_rows if r.get("node")), None)
+        culprit_rows = [r for r in rows if r.rank == finding.rank]
+        node = next((r.node for r in culprit_rows if r.node), None)
         v.rank, v.node = finding.rank, node
-        v.local_rank = next(
-            (r["local_rank"] for r in culprit_rows if r.get("local_rank") is not None), None
-        )
-        v.node_index = next(
-            (r["node_index"] for r in culprit_rows if r.get("node_index") is not None), None
-        )
+        v.local_rank = next((r.local_rank for r in culprit_rows if r.local_rank is not None), None)
+        v.node_index = next((r.node_index for r in culprit_rows if r.node_index is not None), None)
         if v.node is None and geo.nproc_per_node:
             v.node_index = finding.rank // geo.nproc_per_node
-            hosts = {
-                r["host"] for r in rows if r.get("node_index") == v.node_index and r.get("host")
-            }
+            hosts = {r.host for r in rows if r.node_index == v.node_index and r.host}
             v.node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, v.node_index)
         v.cause = explain.hang_cause(ranks, what, finding.rank, finding.reason)
         _why(v, "culprit", reason=finding.reason)
@@ -342,13 +328,13 @@ def _hang_verdict(
         v.node = None
         v.cause = explain.hang_cause(ranks, what, None, finding.reason)
         _why(v, "culprit", reason=finding.reason)
-    base = render(first.get("_fix") or "", _values(first, facts))
-    v.fix = tailor_fix({**first, "category": "collective_timeout"}, base, facts, geo)
+    base = render(first.fix or "", _values(first, facts))
+    v.fix = tailor_fix(replace(first, category="collective_timeout"), base, facts, geo)
     return v
 
 
 def _slurm_end_verdict(
-    ends: list[dict[str, Any]], rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
+    ends: list[Event], rows: list[Event], facts: JobFacts, geo: Geometry
 ) -> Verdict:
     end = min(ends, key=_key)
     v = _verdict_from(end, facts, geo, 0.85)
@@ -358,78 +344,75 @@ def _slurm_end_verdict(
     return v
 
 
-def _over_joined(r: dict[str, Any]) -> dict[str, Any] | None:
+def _over_joined(r: Event) -> Event | None:
     """A line saying more workers joined than the world holds (a capture with role ``joined``
     above the one with role ``world_size``) is a rendezvous root whatever its own role: two
     jobs, or a stale ``file://`` store, share one store. None for any other line."""
-    roles = r.get("_roles") or {}
-    joined, world = roles.get("joined", ""), roles.get("world_size", "")
+    joined, world = r.role_of("joined") or "", r.role_of("world_size") or ""
     if not (joined.isdecimal() and world.isdecimal() and int(joined) > int(world) > 0):
         return None
-    return {
-        **r,
-        "role": "root",
-        "category": "rendezvous",
-        "title": explain.OVER_JOINED_TITLE,
-        "_cause": explain.over_joined_cause(joined, world),
-        "_fix": explain.OVER_JOINED_FIX,
-        "_fix_exact": True,
-    }
+    return replace(
+        r,
+        role="root",
+        category="rendezvous",
+        title=explain.OVER_JOINED_TITLE,
+        cause=explain.over_joined_cause(joined, world),
+        fix=explain.OVER_JOINED_FIX,
+        fix_exact=True,
+    )
 
 
-def _claimed_twice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _claimed_twice(rows: list[Event]) -> list[Event]:
     """The second claim of one global rank in one file and attempt (tag ``rank-claim``)
     becomes a rendezvous root: two launchers handed out the same ranks (Lightning started by
     srun without one task per GPU, two agents per node), so the world can never form."""
-    first: dict[tuple[str, int | None, int], dict[str, Any]] = {}
-    promoted: dict[int, dict[str, Any]] = {}
+    first: dict[tuple[str, int | None, int], Event] = {}
+    promoted: dict[int, Event] = {}
     for i, r in enumerate(rows):  # rows are in file and line order
-        rank = r.get("rank")
-        if rank is None or not _tagged(r, "rank-claim"):
+        rank = r.rank
+        if rank is None or not r.tagged("rank-claim"):
             continue
-        earlier = first.setdefault((r["file"], r.get("attempt"), rank), r)
+        earlier = first.setdefault((r.file, r.attempt, rank), r)
         if earlier is not r:
-            promoted[i] = {
-                **r,
-                "role": "root",
-                "category": "rendezvous",
-                "title": explain.CLAIMED_TWICE_TITLE,
-                "_cause": explain.claimed_twice_cause(rank, r["file"], earlier["line"], r["line"]),
-                "_fix": explain.CLAIMED_TWICE_FIX,
-                "_fix_exact": True,
-            }
+            promoted[i] = replace(
+                r,
+                role="root",
+                category="rendezvous",
+                title=explain.CLAIMED_TWICE_TITLE,
+                cause=explain.claimed_twice_cause(rank, r.file, earlier.line, r.line),
+                fix=explain.CLAIMED_TWICE_FIX,
+                fix_exact=True,
+            )
     if not promoted:
         return rows
     return [promoted.get(i, r) for i, r in enumerate(rows)]
 
 
-def _victim_rank(v: Verdict, symptom: dict[str, Any]) -> None:
+def _victim_rank(v: Verdict, symptom: Event) -> None:
     """A verdict made from a symptom does not name the symptom's rank (unless the line
     records that rank's own death): the rank is where the failure showed, not where it
     began."""
-    if v.rank is not None and not _tagged(symptom, "death"):
+    if v.rank is not None and not symptom.tagged("death"):
         _why(v, "victim", rank=v.rank)
         v.rank = v.local_rank = None
 
 
-def _say_if_assumed(v: Verdict, rows: list[dict[str, Any]]) -> None:
+def _say_if_assumed(v: Verdict, rows: list[Event]) -> None:
     """When the verdict's rank rests only on the single-node assumption (local rank N taken
     as global rank N), the note says so."""
     if v.rank is None:
         return
-    mine = [r for r in rows if r.get("rank") == v.rank]
-    v.rank_assumed = bool(mine) and all(r.get("_rank_assumed") for r in mine)
+    mine = [r for r in rows if r.rank == v.rank]
+    v.rank_assumed = bool(mine) and all(r.rank_assumed for r in mine)
 
 
-def decide(
-    rows: list[dict[str, Any]], facts: JobFacts, geo: Geometry
-) -> tuple[Verdict, list[Verdict], str]:
+def decide(rows: list[Event], facts: JobFacts, geo: Geometry) -> tuple[Verdict, list[Verdict], str]:
     """The verdict, alternatives and status (``failed``/``ok``) for one attempt's rows."""
     rows = _claimed_twice([_over_joined(r) or r for r in rows])
-    active = [r for r in rows if r["role"] != "context"]
-    roots = [r for r in active if r["role"] == "root" and r["category"] not in SLURM_END_CATEGORIES]
-    ends = [r for r in active if r["category"] in SLURM_END_CATEGORIES and r["role"] == "root"]
-    symptoms = [r for r in active if r["role"] == "symptom"]
+    active = [r for r in rows if r.role != "context"]
+    roots = [r for r in active if r.role == "root" and r.category not in SLURM_END_CATEGORIES]
+    ends = [r for r in active if r.category in SLURM_END_CATEGORIES and r.role == "root"]
+    symptoms = [r for r in active if r.role == "symptom"]
     alternatives: list[Verdict] = []
 
     if roots:
@@ -437,8 +420,8 @@ def decide(
         v.rule = "root"
         seen = {(v.category, v.pattern_id)}
         for r in sorted(roots, key=_key):
-            if (r["category"], r["pattern_id"]) not in seen and len(alternatives) < 3:
-                seen.add((r["category"], r["pattern_id"]))
+            if (r.category, r.pattern_id) not in seen and len(alternatives) < 3:
+                seen.add((r.category, r.pattern_id))
                 alternatives.append(_verdict_from(r, facts, geo, 0.3))
         if ends:
             alternatives.append(_verdict_from(min(ends, key=_key), facts, geo, 0.2))
@@ -446,55 +429,55 @@ def decide(
 
     if ends:
         end = min(ends, key=_key)
-        t_end = end["time"]
+        t_end = end.time
         before = [
             r
             for r in symptoms
-            if info(r["category"]).before_end
-            and (t_end is None or (r["time"] is not None and r["time"] < t_end - SKEW))
+            if info(r.category).before_end
+            and (t_end is None or (r.time is not None and r.time < t_end - SKEW))
         ]
         if before:
-            cats = Counter(r["category"] for r in before)
+            cats = Counter(r.category for r in before)
             if "collective_timeout" in cats:
                 v = _hang_verdict(
-                    [r for r in before if r["category"] == "collective_timeout"], rows, facts, geo
+                    [r for r in before if r.category == "collective_timeout"], rows, facts, geo
                 )
             else:
                 cat = max(cats, key=lambda c: (strength(c), cats[c]))
-                first = min((r for r in before if r["category"] == cat), key=_key)
+                first = min((r for r in before if r.category == cat), key=_key)
                 v = _verdict_from(first, facts, geo, 0.6)
             alternatives.append(_slurm_end_verdict(ends, rows, facts, geo))
-            v.cause += explain.then_slurm_ended(end["title"] or end["category"])
+            v.cause += explain.then_slurm_ended(end.title or end.category)
             v.rule = "end-after-symptoms"
             return v, alternatives, "failed"
         return _slurm_end_verdict(ends, rows, facts, geo), alternatives, "failed"
 
-    promotable = [
-        r for r in symptoms if info(r["category"]).promotable and _tagged(r, "death-record")
-    ]
+    promotable = [r for r in symptoms if info(r.category).promotable and r.tagged("death-record")]
     if promotable:
         first = _earliest(promotable)
         v = _verdict_from(first, facts, geo, 0.6)
         v.rule = "death-record"
         return v, alternatives, "failed"
-    timeouts = [r for r in symptoms if r["category"] == "collective_timeout"]
+    timeouts = [r for r in symptoms if r.category == "collective_timeout"]
     if timeouts:
         return _hang_verdict(timeouts, rows, facts, geo), alternatives, "failed"
     if symptoms:
-        cats = Counter(r["category"] for r in symptoms)
+        cats = Counter(r.category for r in symptoms)
         first = _earliest(symptoms)
         cat = cats.most_common(1)[0][0]
         if cat in ("rendezvous", "network", "nccl_error"):
-            first = _earliest([r for r in symptoms if r["category"] == cat])
+            first = _earliest([r for r in symptoms if r.category == cat])
             v = _verdict_from(first, facts, geo, 0.5)
             _victim_rank(v, first)
             v.rule = "symptoms"
             return v, alternatives, "failed"
         v = _verdict_from(first, facts, geo, 0.2)
         _victim_rank(v, first)
+        if v.rank is None:
+            _only_death(v, rows)
         v.category = "unknown"
         v.title = explain.UNKNOWN_TITLE
-        v.cause = explain.unknown_cause(first["title"] or first["pattern_id"])
+        v.cause = explain.unknown_cause(first.title or first.pattern_id)
         v.fix = explain.UNKNOWN_FIX
         v.rule = "unknown"
         return v, alternatives, "failed"
@@ -509,28 +492,28 @@ def decide(
     return v, alternatives, "ok"
 
 
-def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], list[str]]:
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _summarise(rows: list[Event], v: Verdict) -> tuple[dict[str, Any], list[str]]:
+    groups: dict[str, list[Event]] = defaultdict(list)
     ev = v.evidence[0] if v.evidence else None
     for r in rows:
-        if r["role"] == "context":
+        if r.role == "context":
             continue
-        if ev is not None and r["file"] == ev.file and r["line"] == ev.line:
+        if ev is not None and r.file == ev.file and r.line == ev.line:
             continue
         # The root restated is not downstream of itself: the same pattern on the same rank, or
         # with no rank (a copy in another stream, the job-level twin of a step-level line), or
         # on any rank when the verdict names none (every rank failed the same way).
-        if r["pattern_id"] == v.pattern_id and (v.rank is None or r.get("rank") in (v.rank, None)):
+        if r.pattern_id == v.pattern_id and (v.rank is None or r.rank in (v.rank, None)):
             continue
-        groups[r["category"]].append(r)
+        groups[r.category].append(r)
     out: dict[str, Any] = {}
     lines: list[str] = []
     for cat, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        ranks = {r["rank"] for r in rs if r.get("rank") is not None}
-        times = [r["time"] for r in rs if r["time"] is not None]
+        ranks = {r.rank for r in rs if r.rank is not None}
+        times = [r.time for r in rs if r.time is not None]
         pats: Counter[str] = Counter()
         for r in rs:
-            pats[r["pattern_id"]] += r.get("repeats") or 1
+            pats[r.pattern_id] += r.repeats or 1
         n = pats.total()  # matched lines: a kept event stands for its folded repeats too
         out[cat] = {
             "ranks": len(ranks),
@@ -539,8 +522,8 @@ def _summarise(rows: list[dict[str, Any]], v: Verdict) -> tuple[dict[str, Any], 
             "patterns": dict(pats.most_common(5)),
         }
         top = rs[0]
-        what = top.get("title") or top["pattern_id"]
-        ops = Counter((r.get("op"), r.get("seq")) for r in rs if r.get("op"))
+        what = top.title or top.pattern_id
+        ops = Counter((r.cap("op"), r.cap("seq")) for r in rs if r.cap("op"))
         if ops:
             (op, seq), _n = ops.most_common(1)[0]
             what += f" on {op}" + (f" SeqNum {seq}" if seq else "")
@@ -562,7 +545,7 @@ def _human(d: timedelta) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | None:
+def _phase(v: Verdict, facts: JobFacts, rows: list[Event]) -> str | None:
     if v.category == "none":
         return None
     if facts.checkpoint_saving:
@@ -576,21 +559,21 @@ def _phase(v: Verdict, facts: JobFacts, rows: list[dict[str, Any]]) -> str | Non
     return "training"
 
 
-def _attempt_of(rows: list[dict[str, Any]]) -> None:
+def _attempt_of(rows: list[Event]) -> None:
     """Give combined-stream events an attempt number from torchrun's restart lines."""
     # "Worker group FAILED. L/M attempts left; will restart": what follows is attempt M-L+1.
     # Every node's agent prints the line, so the numbers (not a count of lines) decide.
     restarts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for r in rows:
-        if _tagged(r, "restart") and r.get("attempt") is None:
-            left, most = r.get("attempts_left", ""), r.get("max_restarts", "")
+        if r.tagged("restart") and r.attempt is None:
+            left, most = r.cap("attempts_left") or "", r.cap("max_restarts") or ""
             if left.isdecimal() and most.isdecimal():
-                restarts[r["file"]].append((r["line"], int(most) - int(left) + 1))
+                restarts[r.file].append((r.line, int(most) - int(left) + 1))
     for i, r in enumerate(rows):
-        marks = restarts.get(r["file"])
-        if r.get("attempt") is None and marks:
+        marks = restarts.get(r.file)
+        if r.attempt is None and marks:
             # A new row in this list: the caller's rows are never changed.
-            rows[i] = {**r, "attempt": max((a for ln, a in marks if ln < r["line"]), default=0)}
+            rows[i] = replace(r, attempt=max((a for ln, a in marks if ln < r.line), default=0))
 
 
 @dataclass(frozen=True)
@@ -605,7 +588,7 @@ class ReadSummary:
 
 
 def diagnose_rows(
-    rows: list[dict[str, Any]],
+    rows: list[Event],
     facts: JobFacts,
     geo: Geometry,
     read: ReadSummary | None = None,
@@ -617,11 +600,11 @@ def diagnose_rows(
     read = read or ReadSummary()
     rows, candidates = split_candidates(rows)
     _attempt_of(rows)
-    attempts = sorted({r["attempt"] for r in rows if r.get("attempt") is not None})
+    attempts = sorted({r.attempt for r in rows if r.attempt is not None})
     per_attempt: list[Verdict] = []
     if len(attempts) > 1:
         for a in attempts:
-            ar = [r for r in rows if r.get("attempt") in (a, None)]
+            ar = [r for r in rows if r.attempt in (a, None)]
             va, _alts, _st = decide(ar, facts, geo)
             va.attempt = a
             per_attempt.append(va)
@@ -648,19 +631,20 @@ def diagnose_rows(
             v = inferred
             v.rule = "inferred"
     _say_if_assumed(v, rows)
-    for a in alts:
-        a.rule = a.rule or "alternative"
+    for alt in alts:
+        alt.rule = alt.rule or "alternative"
     for x in {id(x): x for x in (v, *alts, *per_attempt)}.values():
         explain.finish(x)
     symptoms, lines = _summarise(rows, v)
     ranks: dict[int, dict[str, Any]] = {
-        r["rank"]: {
-            "node": r.get("node"),
-            "role": r["role"],
-            "category": r["category"],
-            "time": iso(r["time"]),
+        r.rank: {
+            "node": r.node,
+            "role": r.role,
+            "category": r.category,
+            "time": iso(r.time),
         }
-        for r in _first_per_rank([r for r in rows if r["role"] != "context"])
+        for r in _first_per_rank([r for r in rows if r.role != "context"])
+        if r.rank is not None
     }
     for rk in _universe(rows, facts, geo):
         ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})

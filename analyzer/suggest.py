@@ -145,7 +145,7 @@ def find_unknown(job: Path, catalog: Any, baseline: frozenset[str] | None) -> Fo
     a = analyze(job, catalog=catalog, workers=1)
     a.baseline = baseline
     v = a.diagnosis.verdict
-    rows = [dict(r) for r in a.rows]
+    rows = a.rows
     keep, cands = split_candidates(rows)
     hosts = hosts_of(rows)
     templates = group(cands, hosts, baseline or frozenset())
@@ -159,17 +159,17 @@ def find_unknown(job: Path, catalog: Any, baseline: frozenset[str] | None) -> Fo
             # asked for explicitly: a line without a rank (logs with no rank prefixes) will do
             ranked = sorted(
                 (t for t in templates if not t.in_baseline),
-                key=lambda t: (len(t.ranks), t.first.get("time") or datetime.max),
+                key=lambda t: (len(t.ranks), t.first.time or datetime.max),
             )
         chosen = ranked[0] if ranked else None
     if chosen is None:
         return None
-    others = [r["text"] for t in templates if t is not chosen for r in t.rows[:1]]
+    others = [r.text for t in templates if t is not chosen for r in t.rows[:1]]
     seen_ids: set[str] = set()
     for r in keep:
-        if r["role"] == "context" and r["pattern_id"] not in seen_ids:
-            seen_ids.add(r["pattern_id"])
-            others.append(r["text"])
+        if r.role == "context" and r.pattern_id not in seen_ids:
+            seen_ids.add(r.pattern_id)
+            others.append(r.text)
     return Found(str(job), chosen, hosts, others)
 
 
@@ -252,7 +252,7 @@ def draft(found: Sequence[Found], baseline_lines: Sequence[str] = ()) -> Draft:
     rx = regex.compile(rx_text)
     rows = [r for f in found for r in f.template.rows]
     firsts = [f.template.first for f in found]
-    chosen = list(dict.fromkeys([r["text"] for r in firsts] + [r["text"] for r in rows]))
+    chosen = list(dict.fromkeys([r.text for r in firsts] + [r.text for r in rows]))
     examples = []
     for text in chosen[:MAX_EXAMPLES]:
         m = rx.search(split_prefixes(text).message)
@@ -333,8 +333,8 @@ def suggest(
         from analyzer.api import analyze
 
         b = analyze(list(baseline), catalog=cat, workers=1)
-        _rows, cands = split_candidates([dict(r) for r in b.rows])
-        base_lines = list(dict.fromkeys(r["text"] for r in cands))
+        _rows, cands = split_candidates(b.rows)
+        base_lines = list(dict.fromkeys(r.text for r in cands))
     by_fp: dict[str, list[Found]] = {}
     notes = []
     for job in jobs:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from analyzer import explain
 from analyzer.categories import SLURM_END_CATEGORIES
+from analyzer.event import Event
 from analyzer.triage.fingerprint import normalize
 from analyzer.verdict import Evidence, Verdict
 
@@ -36,7 +38,8 @@ DEATH_WINDOW = timedelta(minutes=5)
 """A candidate this long (or less) before its rank's death is "near" it."""
 _LEVEL_ONLY = "candidates.logger_error_level"
 """Matches any message: kept only when the logger prefix says E or F."""
-_DEATH_PREFIXES = ("torchelastic.exit.", "slurm.task.")
+DEATH_TAG = "death-record"
+"""The tag of a launcher's or scheduler's record of a process death (an exit code, a signal)."""
 _FAMILY = {"candidates.crash": "native_crash", "candidates.abort_panic": "native_crash"}
 """Candidate patterns whose line family a catalog category names (a crash, an abort)."""
 _CASCADES = ("collective_timeout", "unknown")
@@ -49,14 +52,14 @@ class Template:
 
     template: str
     fingerprint: str
-    rows: list[dict[str, Any]]
+    rows: list[Event]
     ranks: set[int] = field(default_factory=set)
     in_baseline: bool = False
     near_death: bool = False
     before_cascade: bool = True
 
     @property
-    def first(self) -> dict[str, Any]:
+    def first(self) -> Event:
         """The earliest row (by time, then file and line); rows with a rank first."""
         return min(self.rows, key=_order)
 
@@ -67,7 +70,7 @@ class Template:
             "template": self.template,
             "fingerprint": self.fingerprint,
             "template_version": TEMPLATE_VERSION,
-            "pattern_id": r["pattern_id"],
+            "pattern_id": r.pattern_id,
             "ranks": sorted(self.ranks),
             "world_size": world,
             "lines": len(self.rows),
@@ -76,13 +79,13 @@ class Template:
         }
 
 
-def _order(r: dict[str, Any]) -> tuple[bool, datetime, str, int]:
-    return (r.get("rank") is None, r.get("time") or datetime.max, r["file"], r["line"])
+def _order(r: Event) -> tuple[bool, datetime, str, int]:
+    return (r.rank is None, r.time or datetime.max, r.file, r.line)
 
 
 def split_candidates(
-    rows: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows: list[Event],
+) -> tuple[list[Event], list[Event]]:
     """(rows without candidates, candidate rows); the first list feeds the existing rules.
 
     A traceback the reader assembled around a candidate line (a custom ``ShardError: …``, a
@@ -90,23 +93,23 @@ def split_candidates(
     traceback it is without the candidate catalog."""
     keep, cands = [], []
     for r in rows:
-        if r.get("role") == ROLE and r.get("traceback"):
+        if r.role == ROLE and r.traceback:
             keep.append(_as_traceback(r))
-        elif r.get("role") == ROLE:
+        elif r.role == ROLE:
             cands.append(r)
         else:
             keep.append(r)
     return keep, [r for r in cands if _is_error_line(r)]
 
 
-def _as_traceback(r: dict[str, Any]) -> dict[str, Any]:
+def _as_traceback(r: Event) -> Event:
     """The reader's event for a traceback no catalog pattern claims (``python.traceback``):
     a root with the exception line's type and message, a symptom when the traceback was cut
     before its exception line."""
     from analyzer.scan import EXC_LINE, TRACEBACK_PATTERN, TRACEBACK_START
 
     p = TRACEBACK_PATTERN
-    body = (r.get("traceback") or "").splitlines()
+    body = (r.traceback or "").splitlines()
     last = body[-1] if len(body) > 1 else ""
     stripped = last.strip()
     em = (
@@ -118,25 +121,27 @@ def _as_traceback(r: dict[str, Any]) -> dict[str, Any]:
         )
         else None
     )
-    out = dict(r)
-    out.update(
+    captures = dict(r.captures)
+    if em:
+        captures["exc_type"] = em["exc_type"]
+        captures["exc_msg"] = em["exc_msg"]
+    return replace(
+        r,
         pattern_id=p.id,
         category=p.category,
         role="root" if em else "symptom",
-        _cause=p.cause,
-        _fix=p.fix,
+        cause=p.cause,
+        fix=p.fix,
+        captures=captures,
+        tags=p.tags,
+        title=f"Uncaught {captures.get('exc_type') or 'exception'}",
     )
-    if em:
-        out["exc_type"] = em["exc_type"]
-        out["exc_msg"] = em["exc_msg"]
-    out["title"] = f"Uncaught {out.get('exc_type') or 'exception'}"
-    return out
 
 
-def _is_error_line(r: dict[str, Any]) -> bool:
-    if r["pattern_id"] != _LEVEL_ONLY:
+def _is_error_line(r: Event) -> bool:
+    if r.pattern_id != _LEVEL_ONLY:
         return True
-    return (r.get("level") or "") in ("E", "F")
+    return (r.level or "") in ("E", "F")
 
 
 def template_of(message: str, hosts: Iterable[str] = ()) -> str:
@@ -153,39 +158,38 @@ def template_fingerprint(template: str) -> str:
     )
 
 
-def hosts_of(rows: Iterable[dict[str, Any]]) -> set[str]:
+def hosts_of(rows: Iterable[Event]) -> set[str]:
     """The job's host names as the rows name them (masked as ``<host>`` in templates)."""
     out: set[str] = set()
     for r in rows:
-        for k in ("host", "node"):
-            h = r.get(k)
+        for h in (r.host, r.node):
             if isinstance(h, str) and h and not h.isdigit():
                 out.add(h)
     return out
 
 
 def group(
-    cands: Sequence[dict[str, Any]],
+    cands: Sequence[Event],
     hosts: Iterable[str] = (),
     baseline: frozenset[str] = frozenset(),
 ) -> list[Template]:
     """Candidate rows grouped by template, in order of first appearance."""
     hosts = set(hosts)
     groups: dict[str, Template] = {}
-    for r in sorted(cands, key=lambda r: (r.get("time") or datetime.max, r["file"], r["line"])):
-        t = template_of(r.get("message") or r["text"], hosts)
+    for r in sorted(cands, key=lambda r: (r.time or datetime.max, r.file, r.line)):
+        t = template_of(r.message or r.text, hosts)
         g = groups.get(t)
         if g is None:
             g = groups[t] = Template(t, template_fingerprint(t), [], in_baseline=t in baseline)
         g.rows.append(r)
-        if r.get("rank") is not None:
-            g.ranks.add(r["rank"])
+        if r.rank is not None:
+            g.ranks.add(r.rank)
     return list(groups.values())
 
 
 def rank_templates(
     templates: list[Template],
-    rows: list[dict[str, Any]],
+    rows: list[Event],
     world: int | None,
 ) -> list[Template]:
     """The templates that may explain the failure, best first.
@@ -194,48 +198,48 @@ def rank_templates(
     at least one), not later than the cascade's first event (2 s of skew). Order: near its
     rank's death first, then fewer ranks, then earlier.
     """
-    active = [r for r in rows if r.get("role") in ("root", "symptom")]
-    t0 = min((r["time"] for r in active if r.get("time") is not None), default=None)
-    seen_ranks = {r["rank"] for r in rows if r.get("rank") is not None}
+    active = [r for r in rows if r.role in ("root", "symptom")]
+    t0 = min((r.time for r in active if r.time is not None), default=None)
+    seen_ranks = {r.rank for r in rows if r.rank is not None}
     n = world or len(seen_ranks) or 1
     few = max(1, n // 4)
-    deaths = [r for r in active if r["pattern_id"].startswith(_DEATH_PREFIXES)]
+    deaths = [r for r in active if r.tagged(DEATH_TAG)]
     out = []
     for g in templates:
         if g.in_baseline or not g.ranks or len(g.ranks) > few:
             continue
         first = g.first
-        ft = first.get("time")
+        ft = first.time
         g.before_cascade = t0 is None or ft is None or ft <= t0 + SKEW
         if not g.before_cascade:
             continue
         g.near_death = any(
-            d.get("rank") in g.ranks
-            and (ft is None or d.get("time") is None or ft - SKEW <= d["time"] <= ft + DEATH_WINDOW)
+            d.rank in g.ranks
+            and (ft is None or d.time is None or ft - SKEW <= d.time <= ft + DEATH_WINDOW)
             for d in deaths
         )
         out.append(g)
     return sorted(
         out,
-        key=lambda g: (not g.near_death, len(g.ranks), g.first.get("time") or datetime.max),
+        key=lambda g: (not g.near_death, len(g.ranks), g.first.time or datetime.max),
     )
 
 
-def is_cascade(v: Verdict, rows: list[dict[str, Any]]) -> bool:
+def is_cascade(v: Verdict, rows: list[Event]) -> bool:
     """Whether ``v`` only describes the cascade (no catalog root line explains the failure)."""
-    if any(r.get("role") == "root" and r["category"] not in SLURM_END_CATEGORIES for r in rows):
+    if any(r.role == "root" and r.category not in SLURM_END_CATEGORIES for r in rows):
         return False  # a catalogued cause (a SLURM end after a hang is not one)
     if v.category in _CASCADES:
         return True
-    if v.pattern_id and v.pattern_id.startswith("torchelastic.exit."):
+    if v.pattern_id and any(r.pattern_id == v.pattern_id and r.tagged(DEATH_TAG) for r in rows):
         return True  # a bare death: an exit code or a signal with nothing before it
     return v.category in _SYMPTOM_ONLY and v.confidence <= 0.5
 
 
 def infer(
     v: Verdict,
-    rows: list[dict[str, Any]],
-    cands: list[dict[str, Any]],
+    rows: list[Event],
+    cands: list[Event],
     world: int | None,
     baseline: frozenset[str] | None = None,
 ) -> tuple[Verdict, list[Template]]:
@@ -260,56 +264,47 @@ def infer(
 
 
 def _inferred(
-    cascade: Verdict, g: Template, rows: list[dict[str, Any]], world: int | None, baseline: bool
+    cascade: Verdict, g: Template, rows: list[Event], world: int | None, baseline: bool
 ) -> Verdict:
     r = g.first
-    rank = r["rank"]
-    where = f"rank {rank}" + (f" (node {r['node']})" if r.get("node") is not None else "")
-    line = (r.get("message") or r["text"]).strip()
-    short = line if len(line) <= 200 else line[:197] + "…"
-    n = world or len({x["rank"] for x in rows if x.get("rank") is not None}) or None
-    spread = f"on {len(g.ranks)} of {n} ranks" if n else f"on {len(g.ranks)} rank(s)"
-    new = ", new since the good run" if baseline and not g.in_baseline else ""
-    death = " just before that rank died" if g.near_death else ""
-    cause = (
-        f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
-        f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
-        f"({cascade.category}, kept as an alternative)."
+    rank = r.rank
+    line = (r.message or r.text).strip()
+    n = world or len({x.rank for x in rows if x.rank is not None}) or None
+    said = {
+        "spread": explain.spread(len(g.ranks), n),
+        "new": explain.NEW_SINCE_GOOD_RUN if baseline and not g.in_baseline else "",
+    }
+    cause = explain.inferred_cause(
+        rank, line, g.near_death, said["spread"], said["new"], cascade.category
     )
-    fix = (
-        f"Look at what printed this line on {where}: the component it names (a data loader, "
-        "a storage client, a native library) and its input at that moment. If it is the "
-        "cause, turn it into a pattern: `mcore-diagnose patterns suggest JOB_DIR -o DIR`, "
-        "then diagnose with `--patterns DIR`."
-    )
+    fix = explain.inferred_fix(rank, r.node)
     ev = [_evidence(r)]
-    death_rows = [
-        d for d in rows if d.get("rank") == rank and d["pattern_id"].startswith(_DEATH_PREFIXES)
-    ]
+    death_rows = [d for d in rows if d.rank == rank and d.tagged(DEATH_TAG)]
     if death_rows:
         ev.append(_evidence(min(death_rows, key=_order)))
     out = Verdict(
-        category=_FAMILY.get(r["pattern_id"], "unknown"),
+        category=_FAMILY.get(r.pattern_id, "unknown"),
         cause=cause,
         fix=fix,
         confidence=0.5 if g.near_death else 0.4,
-        pattern_id=r["pattern_id"],
+        pattern_id=r.pattern_id,
         rank=rank,
-        local_rank=r.get("local_rank"),
-        node=r.get("node"),
-        node_index=r.get("node_index"),
-        time=r.get("time"),
-        title="Failure no pattern knows (inferred from one rank's line)",
+        local_rank=r.local_rank,
+        node=r.node,
+        node_index=r.node_index,
+        time=r.time,
+        title=explain.INFERRED_TITLE,
         evidence=ev,
-        rank_note=f"inferred: the first unknown error line, {spread}{new}",
-        attempt=r.get("attempt"),
+        attempt=r.attempt,
+        rank_rule="inferred",
+        rank_facts=said,
     )
     out.unknown = g.as_dict(n, baseline)
     return out
 
 
-def _evidence(r: dict[str, Any]) -> Evidence:
-    return Evidence(r["file"], r["line"], r["text"], r.get("rank"), r.get("node"), r.get("time"))
+def _evidence(r: Event) -> Evidence:
+    return Evidence(r.file, r.line, r.text, r.rank, r.node, r.time)
 
 
 def baseline_templates(paths: Sequence[Path], catalog: Any = None) -> frozenset[str]:
@@ -317,6 +312,6 @@ def baseline_templates(paths: Sequence[Path], catalog: Any = None) -> frozenset[
     from analyzer.api import analyze
 
     a = analyze(list(paths), catalog=catalog, workers=1)
-    _rows, cands = split_candidates([dict(r) for r in a.rows])
+    _rows, cands = split_candidates(a.rows)
     hosts = hosts_of(a.rows)
-    return frozenset(template_of(r.get("message") or r["text"], hosts) for r in cands)
+    return frozenset(template_of(r.message or r.text, hosts) for r in cands)

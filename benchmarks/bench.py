@@ -3,13 +3,16 @@
 One command, from a fresh checkout (the job directories are generated under ``bench-data/``
 the first time, then reused)::
 
-    .venv/bin/python benchmarks/bench.py                    # three profiles, 5 alternating runs
+    .venv/bin/python benchmarks/bench.py                    # four profiles, 5 alternating runs
     .venv/bin/python benchmarks/bench.py --profiles realistic --sizes 0.1,1,4   # growth
+    .venv/bin/python benchmarks/bench.py --profiles triage --runs 2   # jobs/s at 100/300/1000
     .venv/bin/python benchmarks/bench.py --quick            # CI: tiny jobs, verdict check only
 
 Profiles: ``realistic`` (1 GB; Megatron prints iteration lines on the last rank only),
-``dense`` (256 MB; every rank prints its iteration/loss line every step: hit-dense) and
-``many-files`` (8,192 ranks x 2 small files). Each run times, in rotating order,
+``dense`` (256 MB; every rank prints its iteration/loss line every step: hit-dense),
+``many-files`` (8,192 ranks x 2 small files) and ``triage`` (``mcore-diagnose triage`` over
+100, 300 and 1,000 small failed jobs of three causes, ``--triage-jobs``; every row and the
+summary's counts are checked, a wrong one exits 1). Each run times, in rotating order,
 ``mcore-diagnose DIR --format json``, ``rg -F -f NEEDLES -c DIR`` and
 ``grep -rF -f NEEDLES -c DIR`` (NEEDLES = the catalog's prefilter literals), after warming
 the page cache. It reports medians, the ratios tool/rg and tool/grep, the tool's CPU time and
@@ -299,6 +302,269 @@ def engines(job: Path, limit_mb: int = 256) -> list[tuple[str, float, int]]:
     return out
 
 
+# -- triage: a night of many small failed jobs -----------------------------------------------
+
+TRIAGE_SIZES = (100, 300, 1000)
+"""Jobs per triage run (``--triage-jobs``); each size's root holds the smaller ones."""
+TRIAGE_FAILURES = (("cuda_oom", 3), ("python_exception", 2), ("cuda_error", 1))
+"""Failure kinds of the night's jobs (``generate.FAILURES``) and their weights."""
+TRIAGE_NODES = ((1, 2), (2, 2), (4, 1))
+"""Nodes per job (8 GPUs each) and their weights."""
+TRIAGE_CLUSTER = 64
+"""Nodes of the cluster the jobs run on (a node fails several jobs: node implication)."""
+TRIAGE_RANK_KB = (8, 24)
+"""Bytes per rank (stdout + stderr), KB, drawn per job; the SLURM output adds 64 KB."""
+TRIAGE_LAYOUT = 1
+"""Bump when the triage layout or job mix changes (regenerates ``bench-data/triage-*``)."""
+
+
+def triage_specs(base: Path, sizes: list[int], seed: int) -> list[generate.Spec]:
+    """The night's jobs, deterministic for ``seed``: job ``i`` lies in the root of the
+    smallest size above ``i``, and each size's root holds the next smaller one, so that
+    ``triage ROOT`` of size N finds exactly the first N jobs (one root, as a night's logs)."""
+    sizes = sorted(set(sizes))
+    roots = triage_roots(base, sizes)
+    kinds = [k for k, _ in TRIAGE_FAILURES]
+    kind_w = [w for _, w in TRIAGE_FAILURES]
+    specs = []
+    for i in range(sizes[-1]):
+        rnd = generate.random.Random(seed * 1_000_003 + i)
+        nodes = rnd.choices([n for n, _ in TRIAGE_NODES], [w for _, w in TRIAGE_NODES])[0]
+        world = nodes * 8
+        kb = rnd.randint(*TRIAGE_RANK_KB)
+        root = roots[next(n for n in sizes if i < n)]
+        specs.append(
+            generate.Spec(
+                str(root / f"job-{i:04d}"),
+                size_gb=(64 + world * kb) / (1 << 20),
+                nodes=nodes,
+                gpus_per_node=8,
+                seed=seed * 100_003 + i,
+                oom_rank=rnd.randrange(world),
+                failure=rnd.choices(kinds, kind_w)[0],
+                job_id=810_000 + 7 * i,
+                first_node=rnd.randrange(TRIAGE_CLUSTER - nodes + 1),
+            )
+        )
+    return specs
+
+
+def triage_roots(base: Path, sizes: list[int]) -> dict[int, Path]:
+    """``base/n1000``, ``base/n1000/n300``, ``base/n1000/n300/n100`` for sizes 100, 300, 1000."""
+    roots: dict[int, Path] = {}
+    here = base
+    for n in sorted(set(sizes), reverse=True):
+        here = here / f"n{n}"
+        roots[n] = here
+    return roots
+
+
+def _generate_one(spec: generate.Spec) -> int:
+    generate.generate(spec, workers=1)
+    return 1
+
+
+def ensure_triage(data: Path, sizes: list[int], seed: int) -> tuple[Path, dict[int, Path]]:
+    """The night's job directories for these sizes (generated when missing or stale):
+    (base, root per size)."""
+    sizes = sorted(set(sizes))
+    base = data / f"triage-s{seed}"
+    meta = base / "triage.json"
+    stamp = hashlib.sha1((HERE / "generate.py").read_bytes()).hexdigest()[:12]
+    want = {"sizes": sizes, "seed": seed, "layout": TRIAGE_LAYOUT, "gen": stamp}
+    roots = triage_roots(base, sizes)
+    if meta.exists() and json.loads(meta.read_text()) == want:
+        return base, roots
+    if base.exists():
+        shutil.rmtree(base)
+    print(f"generating {sizes[-1]} triage jobs under {base} ...", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    specs = triage_specs(base, sizes, seed)
+    workers = len(os.sched_getaffinity(0))
+    if workers > 1 and len(specs) > 8:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            list(pool.map(_generate_one, specs, chunksize=16))
+    else:
+        for spec in specs:
+            _generate_one(spec)
+    meta.write_text(json.dumps(want, indent=2) + "\n")
+    nbytes = sum(json.loads((Path(s.out) / "generator.json").read_text())["bytes"] for s in specs)
+    print(f"  {nbytes / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return base, roots
+
+
+def triage_cmd(root: Path, out: Path) -> list[str]:
+    """The timed triage command: the table as JSON and the Markdown summary, both outside the
+    jobs' directories."""
+    return [
+        *tool_cmd(),
+        "triage",
+        str(root),
+        "-o",
+        str(out / "table.json"),
+        "--summary",
+        str(out / "summary.md"),
+        "-q",
+    ]
+
+
+def expected_jobs(root: Path) -> dict[str, tuple[str, int]]:
+    """(category, rank) the generator made each job below ``root`` fail with, by job path."""
+    want = {}
+    for meta in root.rglob("generator.json"):
+        m = json.loads(meta.read_text())
+        want[str(meta.parent.resolve())] = (generate.FAILURES[m["failure"]][0], m["oom_rank"])
+    return want
+
+
+def _summary_counts(text: str) -> dict[str, int]:
+    """Jobs per category in the Markdown summary's "Causes by count" table."""
+    counts: dict[str, int] = {}
+    section = text.split("## Causes by count", 1)[-1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            cat = cells[1].replace("\\", "")
+            counts[cat] = counts.get(cat, 0) + int(cells[0])
+    return counts
+
+
+def check_triage(run: Run, root: Path, out: Path) -> tuple[bool, str]:
+    """Every job of ``root`` has a row, each row is ``failed`` with the category and rank the
+    generator chose, and the summary counts the same jobs per category."""
+    if run.rc != 0:
+        return False, f"exit code {run.rc}"
+    want = expected_jobs(root)
+    try:
+        rows = json.loads((out / "table.json").read_text())
+        summary = (out / "summary.md").read_text()
+    except (OSError, ValueError) as exc:
+        return False, f"no table or summary ({exc})"
+    if isinstance(rows, dict):
+        rows = rows.get("rows", rows.get("jobs", []))
+    got = {str(Path(r["path"]).resolve()): r for r in rows}
+    problems = []
+    if set(got) != set(want):
+        problems.append(f"{len(got)} rows for {len(want)} jobs")
+    for path, (cat, rank) in sorted(want.items()):
+        r = got.get(path)
+        if r is None:
+            continue
+        if (r.get("status"), r.get("category"), r.get("rank")) != ("failed", cat, rank):
+            problems.append(
+                f"{Path(path).name}: {r.get('status')} {r.get('category')} on rank "
+                f"{r.get('rank')}, want failed {cat} on rank {rank}"
+                + (f" ({r['note']})" if r.get("note") else "")
+            )
+    counts: dict[str, int] = {}
+    for cat, _ in want.values():
+        counts[cat] = counts.get(cat, 0) + 1
+    if _summary_counts(summary) != counts:
+        problems.append(f"summary counts {_summary_counts(summary)}, want {counts}")
+    if problems:
+        return False, "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else "")
+    return True, ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
+TriageResult = tuple[int, int, int, dict[str, Row], bool, str]
+"""(jobs, bytes, files, rows, check ok, what the check found) of one triage size."""
+
+
+def bench_triage(
+    roots: dict[int, Path], out: Path, needles: Path, runs: int, others: bool
+) -> list[TriageResult]:
+    """Time ``mcore-diagnose triage`` over each root, with rg and grep over the same
+    directories, in rotating order; check every run's table and summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    others_cmds: dict[str, list[str]] = {}
+    if others:
+        for name, cmd in (
+            ("rg", ["rg", "-F", "-f", str(needles), "-c"]),
+            ("grep", ["grep", "-rF", "-f", str(needles), "-c"]),
+        ):
+            if shutil.which(cmd[0]):
+                others_cmds[name] = cmd
+            else:
+                print(f"  {cmd[0]} not installed: skipped", file=sys.stderr)
+    results: list[TriageResult] = []
+    first = True
+    for n, root in sorted(roots.items()):
+        nbytes = warm(root)
+        files = sum(1 for p in root.rglob("*.log")) + sum(1 for p in root.rglob("slurm-*.out"))
+        print(
+            f"triage: {root}: {n} jobs, {nbytes / 1e6:.0f} MB, {runs} run(s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        cmds = {"tool": triage_cmd(root, out)}
+        cmds.update({k: [*c, str(root)] for k, c in others_cmds.items()})
+        rows = {k: Row("mcore-diagnose triage" if k == "tool" else k) for k in cmds}
+        if first:  # untimed warm-up (imports, compiled regexes on disk), smallest size only
+            for cmd in cmds.values():
+                timed(cmd, sample=False)
+            first = False
+        ok, what = True, ""
+        names = list(cmds)
+        for i in range(runs):
+            order = names[i % len(names) :] + names[: i % len(names)]
+            for name in order:
+                r = timed(cmds[name], sample=(name == "tool"))
+                rows[name].runs.append(r)
+                if name == "tool":
+                    good, what = check_triage(r, root, out)
+                    ok &= good
+                    if not good:
+                        print(f"  WRONG TRIAGE: {what}", file=sys.stderr)
+            print(
+                f"  run {i + 1}/{runs}: "
+                + ", ".join(f"{k} {rows[k].runs[-1].wall:.2f}s" for k in names),
+                file=sys.stderr,
+                flush=True,
+            )
+        results.append((n, nbytes, files, rows, ok, what))
+    return results
+
+
+def fmt_triage(results: list[TriageResult]) -> str:
+    head = (
+        "| jobs | size | files | mcore-diagnose triage | jobs/s | CPU per job | rg | grep | "
+        "tool/rg | tool/grep | peak RSS (largest process) | peak RSS (process tree) | check |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    for n, nbytes, files, rows, ok, what in results:
+        t, rg, gr = rows["tool"], rows.get("rg"), rows.get("grep")
+
+        def wall(row: Row | None) -> str:
+            return f"{row.med('wall'):.2f} s (CPU {row.med('cpu'):.2f} s)" if row else "-"
+
+        def ratio(other: Row | None, t: Row = t) -> str:
+            return f"{t.med('wall') / other.med('wall'):.1f}" if other else "-"
+
+        lines.append(
+            f"| {n} | {nbytes / 1e6:.0f} MB | {files} | {wall(t)} | {n / t.med('wall'):.1f} | "
+            f"{1000 * t.med('cpu') / n:.0f} ms | {wall(rg)} | {wall(gr)} | {ratio(rg)} | "
+            f"{ratio(gr)} | {t.peak('maxrss_mb'):.0f} MB | {t.peak('tree_rss_mb'):.0f} MB | "
+            f"{('ok: ' if ok else 'WRONG: ') + what} |"
+        )
+    if len(results) > 1:
+        lines.append("")
+        lines.append("growth (marginal cost of the extra jobs; flat jobs/s = linear):")
+        for (n0, _b0, _f0, r0, _o0, _w0), (n1, _b1, _f1, r1, _o1, _w1) in itertools.pairwise(
+            results
+        ):
+            dt = r1["tool"].med("wall") - r0["tool"].med("wall")
+            dc = r1["tool"].med("cpu") - r0["tool"].med("cpu")
+            lines.append(
+                f"  {n0} -> {n1} jobs: +{dt:.2f} s for {n1 - n0} jobs = "
+                f"{(n1 - n0) / dt if dt > 0 else float('inf'):.1f} jobs/s marginal, "
+                f"{1000 * dc / (n1 - n0):.0f} ms CPU per extra job; peak tree RSS "
+                f"{r0['tool'].peak('tree_rss_mb'):.0f} -> {r1['tool'].peak('tree_rss_mb'):.0f} MB"
+            )
+    return "\n".join(lines)
+
+
 Result = tuple[str, int, dict[str, Row], bool]
 """(profile, bytes, rows, verdict ok) of one job directory."""
 
@@ -328,10 +594,11 @@ def fmt_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-PROFILES = ("realistic", "dense", "many-files")
+PROFILES = ("realistic", "dense", "many-files", "triage")
 """realistic: Megatron prints iteration lines on the last rank only (``--size-gb``);
 dense: every rank prints its iteration/loss line every step (``--dense-gb``); many-files:
-8,192 ranks x 2 small files (``--many-files-gb``, ``--many-files-nodes`` x 8)."""
+8,192 ranks x 2 small files (``--many-files-gb``, ``--many-files-nodes`` x 8); triage:
+``mcore-diagnose triage`` over a night of small failed jobs (``--triage-jobs``)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,7 +611,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dense-gb", type=float, default=0.25, help="hit-dense size (default 0.25)")
     ap.add_argument("--many-files-gb", type=float, default=0.25, help="default 0.25")
     ap.add_argument("--many-files-nodes", type=int, default=1024, help="x 8 ranks (default 1024)")
+    ap.add_argument(
+        "--triage-jobs",
+        default=",".join(map(str, TRIAGE_SIZES)),
+        help="triage profile: jobs per run, e.g. 100,300,1000 (default)",
+    )
     ap.add_argument("--runs", type=int, default=5, help="timed runs per command (default 5)")
+    ap.add_argument(
+        "--triage-runs",
+        type=int,
+        help="timed runs of the triage profile (default: --runs, at most 2; one run of the "
+        "three sizes takes 1-2 minutes on 2 cores)",
+    )
     ap.add_argument("--nodes", type=int, default=128)
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--seed", type=int, default=7)
@@ -367,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         runs = 1
         jobs = [("realistic", 0.02, 16, False), ("dense", 0.01, 16, True)]
+        wanted = ["triage"]
+        triage_sizes = [3, 6]
     else:
         runs = a.runs
         wanted = [p.strip() for p in a.profiles.split(",") if p.strip()]
@@ -380,6 +660,12 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append(("dense", a.dense_gb, a.nodes, True))
         if "many-files" in wanted:
             jobs.append(("many-files", a.many_files_gb, a.many_files_nodes, False))
+        try:
+            triage_sizes = sorted({int(x) for x in a.triage_jobs.split(",") if x.strip()})
+        except ValueError:
+            ap.error(f"--triage-jobs {a.triage_jobs!r}: comma-separated job counts, e.g. 100,300")
+        if not triage_sizes or triage_sizes[0] < 1:
+            ap.error("--triage-jobs: at least one positive job count")
     a.data.mkdir(parents=True, exist_ok=True)
     needles = a.data / "needles.txt"
     n = load_needles(needles)
@@ -394,16 +680,31 @@ def main(argv: list[str] | None = None) -> int:
         rows["tool"].files = sum(1 for p in job.rglob("*") if p.is_file()) - 1
         all_ok &= ok
         results.append((label, nbytes, rows, ok))
+    triage: list[TriageResult] = []
+    if "triage" in wanted:
+        _base, roots = ensure_triage(a.data, triage_sizes, a.seed)
+        t_runs = a.triage_runs or min(runs, 2)
+        triage = bench_triage(roots, a.data / "triage-out", needles, t_runs, not a.no_others)
+        all_ok &= all(t[4] for t in triage)
     su = startup(3 if a.quick else 10)
-    if a.engines:
+    if a.engines and jobs:
         print()
         last = jobs[-1]
         print(f"prefilter engines, one core, {n} needles, {results[-1][1] / 1e6:.0f} MB job:")
         for name, mbs, hits in engines(ensure_job(a.data, last[1], last[2], gpus, a.seed, last[3])):
             print(f"  {name:48s} {mbs:8.0f} MB/s  ({hits} hits)")
-    print()
-    print(f"mcore-diagnose vs rg/grep, {os.cpu_count()} CPUs, medians of {runs} run(s)")
-    print(fmt_table(results))
+    if results:
+        print()
+        print(f"mcore-diagnose vs rg/grep, {os.cpu_count()} CPUs, medians of {runs} run(s)")
+        print(fmt_table(results))
+    if triage:
+        print()
+        kinds = ", ".join(k for k, _ in TRIAGE_FAILURES)
+        print(
+            f"triage of a night's small failed jobs ({kinds}), {os.cpu_count()} CPUs, "
+            f"medians of {len(triage[0][3]['tool'].runs)} run(s)"
+        )
+        print(fmt_triage(triage))
     print()
     print("start-up: " + ", ".join(f"`mcore-diagnose {k}` {v:.3f} s" for k, v in su.items()))
     growth = [r for r in results if r[0] == "realistic"]
@@ -446,6 +747,25 @@ def main(argv: list[str] | None = None) -> int:
                         }
                         for label, nbytes, rows, ok in results
                     ],
+                    "triage": [
+                        {
+                            "jobs": n,
+                            "bytes": nbytes,
+                            "files": files,
+                            "ok": ok,
+                            "check": what,
+                            **{
+                                k: {
+                                    "wall_s": [r.wall for r in row.runs],
+                                    "cpu_s": [r.cpu for r in row.runs],
+                                    "maxrss_mb": [r.maxrss_mb for r in row.runs],
+                                    "tree_rss_mb": [r.tree_rss_mb for r in row.runs],
+                                }
+                                for k, row in rows.items()
+                            },
+                        }
+                        for n, nbytes, files, rows, ok, what in triage
+                    ],
                 },
                 indent=2,
             )
@@ -462,7 +782,10 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"{label}: peak RSS {t.peak('tree_rss_mb'):.0f} MB > {RSS_TARGET_MB}")
         if notes:
             print("\nabove target (not an error): " + "; ".join(notes))
-    print("\nverdict: " + ("ok (cuda_oom on the OOM rank)" if all_ok else "WRONG"))
+    checked = "cuda_oom on the OOM rank" if results else ""
+    if triage:
+        checked += ("; " if checked else "") + "triage: every job's category and rank"
+    print("\nverdict: " + (f"ok ({checked})" if all_ok else "WRONG"))
     return 0 if all_ok else 1
 
 

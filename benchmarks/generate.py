@@ -36,7 +36,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 JOB_ID = 4242
-RUN_ID = "4242"
 T0 = datetime(2026, 8, 20, 11, 2, 7)
 """Job start."""
 T_OOM = datetime(2026, 8, 20, 14, 3, 11, 482113)
@@ -63,6 +62,13 @@ class Spec:
     dense: bool = False
     """Hit-dense: every rank prints its iteration/loss line every step (as many training
     scripts do), not only Megatron's last rank."""
+    failure: str = "cuda_oom"
+    """What the failing rank (``oom_rank``) raises: a key of :data:`FAILURES`."""
+    job_id: int = JOB_ID
+    """The SLURM job id (``slurm-<id>.out``, torchrun's run id)."""
+    first_node: int = 0
+    """The job's first host is ``node<first_node>`` (jobs of one night land on different
+    nodes of the cluster)."""
 
     @property
     def world(self) -> int:
@@ -77,6 +83,10 @@ class Spec:
     @property
     def total_bytes(self) -> int:
         return int(self.size_gb * (1 << 30))
+
+    def host(self, node: int) -> str:
+        """Host name of the job's ``node``-th node."""
+        return host(self.first_node + node)
 
 
 def host(node: int) -> str:
@@ -101,7 +111,7 @@ def _stdout_templates(spec: Spec, rank: int, rnd: random.Random) -> list[tuple[s
     lr = rank % spec.gpus_per_node
     node = rank // spec.gpus_per_node
     pid = 180000 + rank * 7
-    nccl = f"{host(node)}:{pid}:{pid + 61} [{lr}] NCCL INFO "
+    nccl = f"{spec.host(node)}:{pid}:{pid + 61} [{lr}] NCCL INFO "
     comm = f"0x{rnd.getrandbits(44):x}"
     nxt = (rank + 1) % spec.world
     prv = (rank - 1) % spec.world
@@ -318,6 +328,84 @@ def oom_traceback(rank: int, lr: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def _traceback(rank: int, frames: list[tuple[str, int, str, str]], last: list[str]) -> str:
+    """An uncaught exception as torch >= 2.4's excepthook prints it: every line prefixed with
+    ``[rank<R>]: `` (message-formats.md 0.3)."""
+    p = f"[rank{rank}]: "
+    out = [f"{p}Traceback (most recent call last):"]
+    for f, ln, fn, code in frames:
+        out.append(f'{p}  File "{f}", line {ln}, in {fn}')
+        out.append(f"{p}    {code}")
+    out += [f"{p}{line}" for line in last]
+    return "\n".join(out) + "\n"
+
+
+def cuda_error_traceback(rank: int, lr: int) -> str:
+    """An illegal memory access raised in backward: torch 2.4-2.7's CUDA error text
+    (``RuntimeError``, the trailer without a period after ``CUDA_LAUNCH_BLOCKING=1``;
+    message-formats.md 7.1)."""
+    frames = [
+        *OOM_TB_FRAMES[:5],
+        (
+            f"{MEG}/megatron/core/pipeline_parallel/schedules.py",
+            386,
+            "backward_step",
+            "custom_backward(output_tensor[0], output_tensor_grad[0])",
+        ),
+        (
+            f"{MEG}/megatron/core/pipeline_parallel/schedules.py",
+            147,
+            "custom_backward",
+            "Variable._execution_engine.run_backward(",
+        ),
+    ]
+    return _traceback(
+        rank,
+        frames,
+        [
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+            "stacktrace below might be incorrect.",
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+            "",
+        ],
+    )
+
+
+def index_error_traceback(rank: int, lr: int) -> str:
+    """A data bug: an ``IndexError`` from tensor indexing in the batch code (the message as
+    torch prints it, cf. sample_logs/real/max-restarts)."""
+    frames = [
+        *OOM_TB_FRAMES[:5],
+        (
+            f"{MEG}/pretrain_gpt.py",
+            203,
+            "forward_step",
+            "tokens, labels, loss_mask, attention_mask, position_ids = get_batch(data_iterator)",
+        ),
+        (f"{MEG}/pretrain_gpt.py", 142, "get_batch", "batch = get_batch_on_this_tp_rank(data)"),
+        (
+            f"{MEG}/megatron/training/utils.py",
+            498,
+            "get_batch_on_this_tp_rank",
+            "'labels': data['labels'][:, idx].cuda(non_blocking=True),",
+        ),
+    ]
+    size = 4096 << (rank % 3)
+    msg = f"IndexError: index {size} is out of bounds for dimension 0 with size {size}"
+    return _traceback(rank, frames, [msg])
+
+
+FAILURES = {
+    "cuda_oom": ("cuda_oom", oom_traceback),
+    "cuda_error": ("cuda_error", cuda_error_traceback),
+    "python_exception": ("python_exception", index_error_traceback),
+}
+"""Failure kinds of the failing rank: (expected verdict category, its stderr tail). Every other
+rank's NCCL watchdog times out ten minutes later, whatever the kind."""
+
+
 def _frames(rnd: random.Random) -> list[str]:
     libs = ("libc10.so", "libtorch_cuda.so", "libtorch_cuda.so", "libtorch.so", "libc.so.6")
     funcs = (
@@ -408,7 +496,7 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
     rank_dir.mkdir(parents=True, exist_ok=True)
     with open(rank_dir / "stdout.log", "wb", buffering=1 << 20) as fh:
         # Printed once per process, when NCCL initialises.
-        nccl = f"{host(node)}:{180000 + rank * 7}:{180000 + rank * 7} [{lr}] NCCL INFO "
+        nccl = f"{spec.host(node)}:{180000 + rank * 7}:{180000 + rank * 7} [{lr}] NCCL INFO "
         hca = HCAS[lr % len(HCAS)]
         fh.write(
             f"{nccl}NCCL version 2.21.5+cuda12.4\n"
@@ -441,7 +529,7 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
             "effect for point-to-point collectives. (function operator())\n".encode()
         )
         if rank == spec.oom:
-            fh.write(oom_traceback(rank, lr).encode())
+            fh.write(FAILURES[spec.failure][1](rank, lr).encode())
         else:
             t = T_OOM + timedelta(seconds=TIMEOUT_S + rnd.random() * 0.9)
             fh.write(watchdog_tail(spec, rank, t, seq, rnd).encode())
@@ -506,7 +594,7 @@ def _agent_lines(spec: Spec, node: int, rnd: random.Random) -> tuple[list[str], 
         return [
             f"[{idx}]:",
             f"  time      : {t:%Y-%m-%d_%H:%M:%S}",
-            f"  host      : {host(node)}.cluster",
+            f"  host      : {spec.host(node)}.cluster",
             f"  rank      : {r} (local_rank: {i})",
             f"  exitcode  : {code} (pid: {180000 + r * 7}){sig}",
             "  error_file: <N/A>",
@@ -528,8 +616,8 @@ def _slurm_out(spec: Spec, path: Path, quota: int) -> None:
             lab = f"{task:>{width}}: " if task is not None else ""
             fh.write(f"{lab}{line}\n".encode())
 
-        w(None, f"srun: job {JOB_ID} queued and waiting for resources")
-        w(None, f"srun: job {JOB_ID} has been allocated resources")
+        w(None, f"srun: job {spec.job_id} queued and waiting for resources")
+        w(None, f"srun: job {spec.job_id} has been allocated resources")
         per_node = [_agent_lines(spec, n, random.Random(spec.seed + n)) for n in range(spec.nodes)]
         for n, (start, _) in enumerate(per_node):
             for line in start:
@@ -555,19 +643,20 @@ def _slurm_out(spec: Spec, path: Path, quota: int) -> None:
             for line in per_node[n][1]:
                 w(n, line)
         for n in order:
-            w(None, f"srun: error: {host(n)}: task {n}: Exited with exit code 1")
+            w(None, f"srun: error: {spec.host(n)}: task {n}: Exited with exit code 1")
         w(None, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
         t_end = T_OOM + timedelta(seconds=TIMEOUT_S + 5)
         w(
             None,
-            f"slurmstepd: error: *** STEP {JOB_ID}.0 ON {host(0)} CANCELLED AT "
+            f"slurmstepd: error: *** STEP {spec.job_id}.0 ON {spec.host(0)} CANCELLED AT "
             f"{t_end:%Y-%m-%dT%H:%M:%S} ***",
         )
 
 
 def _node_job(args: tuple[Spec, int, int]) -> int:
     spec, node, quota = args
-    run = Path(spec.out) / "torchrun" / host(node) / f"{RUN_ID}_{_rand8(spec.seed + node)}"
+    run_id = f"{spec.job_id}_{_rand8(spec.seed + node)}"
+    run = Path(spec.out) / "torchrun" / spec.host(node) / run_id
     for lr in range(spec.gpus_per_node):
         _rank_files(spec, node, lr, run / "attempt_0" / str(lr), quota)
     return node
@@ -586,7 +675,7 @@ def generate(spec: Spec, workers: int | None = None) -> Path:
     out.mkdir(parents=True)
     slurm_quota = max(64 << 10, spec.total_bytes // 400)
     quota = max(2048, (spec.total_bytes - slurm_quota) // spec.world)
-    _slurm_out(spec, out / f"slurm-{JOB_ID}.out", slurm_quota)
+    _slurm_out(spec, out / f"slurm-{spec.job_id}.out", slurm_quota)
     jobs = [(spec, n, quota) for n in range(spec.nodes)]
     n = workers or len(os.sched_getaffinity(0))
     if n > 1 and spec.total_bytes > (64 << 20):
@@ -598,7 +687,8 @@ def generate(spec: Spec, workers: int | None = None) -> Path:
     meta = {
         **asdict(spec),
         "oom_rank": spec.oom,
-        "oom_node": host(spec.oom // spec.gpus_per_node),
+        "oom_node": spec.host(spec.oom // spec.gpus_per_node),
+        "category": FAILURES[spec.failure][0],
         "world": spec.world,
         "bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file()),
     }
@@ -618,15 +708,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--dense", action="store_true", help="every rank prints its iteration line every step"
     )
+    ap.add_argument(
+        "--failure", choices=sorted(FAILURES), default="cuda_oom", help="what the failing rank does"
+    )
+    ap.add_argument("--job-id", type=int, default=JOB_ID)
+    ap.add_argument("--first-node", type=int, default=0, help="number of the job's first host")
     a = ap.parse_args(argv)
-    spec = Spec(a.out, a.size_gb, a.nodes, a.gpus_per_node, a.seed, a.oom_rank, a.dense)
+    spec = Spec(
+        a.out,
+        a.size_gb,
+        a.nodes,
+        a.gpus_per_node,
+        a.seed,
+        a.oom_rank,
+        a.dense,
+        a.failure,
+        a.job_id,
+        a.first_node,
+    )
     if not 0 <= spec.oom < spec.world:
         ap.error(f"--oom-rank must be in 0..{spec.world - 1}")
     out = generate(spec, a.workers)
     meta = json.loads((out / "generator.json").read_text())
     print(
         f"{out}: {meta['bytes'] / 1e6:.1f} MB, {spec.world} ranks on {spec.nodes} nodes, "
-        f"OOM on rank {spec.oom} ({meta['oom_node']})",
+        f"{spec.failure} on rank {spec.oom} ({meta['oom_node']})",
         file=sys.stderr,
     )
     return 0

@@ -14,6 +14,7 @@ import pytest
 import regex
 
 from analyzer.api import analyze
+from analyzer.event import Event
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs" / "real"
 REAL = sorted(p.parent for p in ROOT.glob("*/expected.toml"))
@@ -23,21 +24,21 @@ _RANK = regex.compile(r"\[rank(\d+)\]:")
 _CF_RANK = regex.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
 
 
-def _rows(sample: Path) -> list[dict]:
+def _rows(sample: Path) -> list[Event]:
     return analyze(sample, workers=1).rows
 
 
 @pytest.mark.parametrize("sample", REAL, ids=lambda p: p.name)
 def test_every_attributed_rank_agrees_with_the_launch_geometry(sample: Path) -> None:
     for r in _rows(sample):
-        where = f"{r['file']}:{r['line']} {r['text'][:80]!r}"
-        if r["rank"] is None:
+        where = f"{r.file}:{r.line} {r.text[:80]!r}"
+        if r.rank is None:
             continue
-        assert 0 <= r["rank"] < 4, where
-        if r["node_index"] is not None:
-            assert r["node_index"] == r["rank"] // NPROC, where
-        if r["local_rank"] is not None:
-            assert r["local_rank"] == r["rank"] % NPROC, where
+        assert 0 <= r.rank < 4, where
+        if r.node_index is not None:
+            assert r.node_index == r.rank // NPROC, where
+        if r.local_rank is not None:
+            assert r.local_rank == r.rank % NPROC, where
 
 
 @pytest.mark.parametrize("sample", REAL, ids=lambda p: p.name)
@@ -45,33 +46,33 @@ def test_tracebacks_sigterms_and_childfailed_fields_are_pinned_right(sample: Pat
     rows = _rows(sample)
     checked = 0
     for r in rows:
-        where = f"{r['file']}:{r['line']} {r['text'][:80]!r}"
-        text = r["text"]
+        where = f"{r.file}:{r.line} {r.text[:80]!r}"
+        text = r.text
         m = _LABEL.match(text)
-        if m and r["pattern_id"] != "slurm.task.exit_code":
+        if m and r.pattern_id != "slurm.task.exit_code":
             # srun's label is the task id = node index with one task per node
-            assert r["node_index"] == int(m[1]), where
+            assert r.node_index == int(m[1]), where
             checked += 1
-        if r["pattern_id"] == "python.traceback" or r.get("traceback"):
+        if r.pattern_id == "python.traceback" or r.traceback:
             m = _RANK.search(text)
             if m:
-                assert r["rank"] == int(m[1]), where
+                assert r.rank == int(m[1]), where
                 checked += 1
-        if r["pattern_id"] == "torchelastic.sigterm_send" and r["node_index"] is not None:
-            assert r["rank"] is None or r["rank"] // NPROC == r["node_index"], where
+        if r.pattern_id == "torchelastic.sigterm_send" and r.node_index is not None:
+            assert r.rank is None or r.rank // NPROC == r.node_index, where
             checked += 1
-        if r["pattern_id"] == "torchelastic.childfailed.rank":
-            m = _CF_RANK.search(r["message"])
+        if r.pattern_id == "torchelastic.childfailed.rank":
+            m = _CF_RANK.search(r.message)
             assert m, where
-            assert (r["rank"], r["local_rank"]) == (int(m[1]), int(m[2])), where
-            assert r["node_index"] == int(m[1]) // NPROC, where
+            assert (r.rank, r.local_rank) == (int(m[1]), int(m[2])), where
+            assert r.node_index == int(m[1]) // NPROC, where
             checked += 1
     attributable = [
         r
         for r in rows
-        if _LABEL.match(r["text"])
-        or _RANK.search(r["text"])
-        or r["pattern_id"] == "torchelastic.childfailed.rank"
+        if _LABEL.match(r.text)
+        or _RANK.search(r.text)
+        or r.pattern_id == "torchelastic.childfailed.rank"
     ]
     assert checked >= min(1, len(attributable))
 
@@ -81,7 +82,7 @@ def test_exception_cascade_names_each_rank_once() -> None:
     if not sample.is_dir():
         pytest.skip("exception-cascade not recorded")
     rows = _rows(sample)
-    ranks = {r["rank"] for r in rows if r["role"] != "context" and r["rank"] is not None}
+    ranks = {r.rank for r in rows if r.role != "context" and r.rank is not None}
     assert ranks == {0, 1, 2, 3}
 
 
@@ -95,7 +96,7 @@ def test_exception_cascade_pins_every_sigterm_and_traceback() -> None:
         "torchelastic.childfailed.rank",
         "torchelastic.exit.failed",
     )
-    rows = [r for r in _rows(sample) if r["pattern_id"] in kinds]
+    rows = [r for r in _rows(sample) if r.pattern_id in kinds]
     assert rows
     for r in rows:
-        assert r["rank"] is not None and r["node_index"] is not None, r["text"]
+        assert r.rank is not None and r.node_index is not None, r.text

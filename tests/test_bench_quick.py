@@ -46,7 +46,7 @@ def test_generated_job_is_diagnosed_as_the_oom_rank(tmp_path: Path) -> None:
     a = analyze(job, workers=1)
     v = a.diagnosis.verdict
     assert (v.category, v.rank) == ("cuda_oom", spec.oom)
-    timeouts = {r["rank"] for r in a.rows if r["pattern_id"] == "nccl.watchdog.timeout"}
+    timeouts = {r.rank for r in a.rows if r.pattern_id == "nccl.watchdog.timeout"}
     assert timeouts == set(range(spec.world)) - {spec.oom}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from analyzer.attribute import Geometry
+from analyzer.event import from_flat
 from analyzer.facts import JobFacts, gpu_generation
 from analyzer.fixes import tailor_fix
 
@@ -13,7 +14,7 @@ MAXCONN = (
 
 
 def _fix(row: dict, **facts: object) -> str:
-    return tailor_fix(row, "base fix", JobFacts(values=dict(facts)), Geometry())
+    return tailor_fix(from_flat(row), "base fix", JobFacts(values=dict(facts)), Geometry())
 
 
 def test_max_connections_hopper_tp_gives_the_export_line() -> None:

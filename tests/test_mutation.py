@@ -32,13 +32,13 @@ def _strip_root(job: Path, tmp: Path) -> tuple[Path, int | None]:
     culprit = v.rank
     doomed: dict[str, set[int]] = {}
     for r in a.rows:
-        if r["pattern_id"] != v.pattern_id:
+        if r.pattern_id != v.pattern_id:
             continue
-        lines = doomed.setdefault(r["file"], set())
-        lines.add(r["line"])
-        if r.get("traceback"):
-            depth = len(r["traceback"].splitlines()) * 4 + 4
-            lines.update(range(max(1, r["line"] - depth), r["line"]))
+        lines = doomed.setdefault(r.file, set())
+        lines.add(r.line)
+        if r.traceback:
+            depth = len(r.traceback.splitlines()) * 4 + 4
+            lines.update(range(max(1, r.line - depth), r.line))
     copy = tmp / job.name
     shutil.copytree(job, copy)
     for rel, lines in doomed.items():

@@ -29,13 +29,13 @@ def _job(tmp_path: Path, text: str, name: str = "slurm-42.out") -> Path:
 
 def test_traceback_is_one_event_with_type_message_and_frame(tmp_path: Path) -> None:
     a = analyze(_job(tmp_path, "noise\n" + TB))
-    rows = [r for r in a.rows if r["pattern_id"] == "python.traceback"]
+    rows = [r for r in a.rows if r.pattern_id == "python.traceback"]
     assert len(rows) == 1
     r = rows[0]
-    assert (r["exc_type"], r["exc_msg"]) == ("ValueError", "bad batch 7")
-    assert r["frame"] == 'File "train.py", line 40, in step'
-    assert (r["rank"], r["node_index"], r["line"]) == (3, 1, 6)
-    assert "unrelated" not in r["traceback"]
+    assert (r.cap("exc_type"), r.cap("exc_msg")) == ("ValueError", "bad batch 7")
+    assert r.cap("frame") == 'File "train.py", line 40, in step'
+    assert (r.rank, r.node_index, r.line) == (3, 1, 6)
+    assert "unrelated" not in r.traceback
 
 
 def test_gzip_and_crlf_are_read(tmp_path: Path) -> None:
@@ -84,8 +84,8 @@ def test_giant_line_and_invalid_utf8_do_not_break_line_numbers(tmp_path: Path) -
     big = b"x" * (3 << 20)
     (d / "slurm-1.out").write_bytes(big + b"\n\xff\xfe bad bytes\n" + TB.encode())
     a = analyze(d)
-    r = next(r for r in a.rows if r["pattern_id"] == "python.traceback")
-    assert r["line"] == 7
+    r = next(r for r in a.rows if r.pattern_id == "python.traceback")
+    assert r.line == 7
 
 
 def test_unreadable_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:
@@ -309,7 +309,7 @@ def test_dataloader_original_traceback_is_the_root(tmp_path: Path) -> None:
     assert (v.category, v.pattern_id) == ("python_exception", "python.traceback")
     assert "ValueError was raised: offset must be non-negative" in v.cause
     assert "__getitem__" in v.cause  # the worker's innermost frame, not torch's reraise
-    roles = {r["pattern_id"]: r["role"] for r in a.rows}
+    roles = {r.pattern_id: r.role for r in a.rows}
     assert roles.get("python.dataloader.reraise") == "symptom"
 
 
@@ -332,8 +332,8 @@ def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
     n = 20 * KEEP
     a = analyze(_job(tmp_path, "\n".join([oom] + [watchdog.format(seq=18069)] * n) + "\n"),
                 workers=1)
-    rows = [r for r in a.rows if r["rank"] == 5]
-    assert len(rows) < n and sum(r["repeats"] for r in rows) == n
+    rows = [r for r in a.rows if r.rank == 5]
+    assert len(rows) < n and sum(r.repeats for r in rows) == n
     by = a.events.filter(a.events["rank"] == 5)
     assert by["repeats"].sum() == n
     from analyzer.events import by_rank

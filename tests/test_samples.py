@@ -49,5 +49,5 @@ def test_there_are_enough_samples() -> None:
 )
 def test_no_pattern_fires_on_a_successful_job(sample: Path) -> None:
     a = analyze(sample, catalog=CATALOG, workers=1)
-    loud = [(r["pattern_id"], r["text"]) for r in a.rows if r["role"] != "context"]
+    loud = [(r.pattern_id, r.text) for r in a.rows if r.role != "context"]
     assert loud == []

@@ -10,6 +10,7 @@ import pytest
 from analyzer.api import analyze
 from analyzer.catalog import CatalogError, convert, load_catalog
 from analyzer.categories import CATEGORIES, CATEGORY_TABLE, STRUCTURAL_NAMES
+from analyzer.event import from_flat
 from analyzer.events import BASE_COLUMNS
 from analyzer.facts import JobFacts
 from analyzer.fixes import compose, merge_fix, tailor_fix
@@ -157,7 +158,7 @@ def test_rendezvous_names_the_store_host_not_the_printing_node(tmp_path: Path) -
 
 def test_oom_fix_never_says_rank_none() -> None:
     row = {"category": "cuda_oom", "rank": None, "tried": "2.00 GiB", "text": ""}
-    fix = tailor_fix(row, "Reduce memory.", JobFacts(), _geo())
+    fix = tailor_fix(from_flat(row), "Reduce memory.", JobFacts(), _geo())
     assert "None" not in fix and "?" not in fix
     assert fix.startswith("The rank that ran out of memory (tried 2.00 GiB)")
 
@@ -168,12 +169,12 @@ def test_import_error_and_rendezvous_fixes_say_each_thing_once() -> None:
         "bare `torchrun`), run `uv sync` before submitting, and check PYTHONPATH includes the "
         "Megatron-LM worktree."
     )
-    fix = tailor_fix({"category": "import_error", "node": "3"}, base, JobFacts(), _geo())
+    fix = tailor_fix(from_flat({"category": "import_error", "node": "3"}), base, JobFacts(), _geo())
     assert fix.count("torch.distributed.run") == 1
     assert fix.count("uv sync") == 1
     base = "Check MASTER_ADDR is the first host of the allocation, MASTER_PORT matches everywhere."
     row = {"category": "rendezvous", "store_host": "n1", "port": "29500"}
-    fix = tailor_fix(row, base, JobFacts(), _geo())
+    fix = tailor_fix(from_flat(row), base, JobFacts(), _geo())
     assert fix.count("first host of the allocation") == 1
     assert fix.count("MASTER_PORT") == 1
     assert "port 29500 is free on n1" in fix
@@ -191,7 +192,9 @@ def test_max_connections_cause_and_fix_agree_on_blackwell() -> None:
     v = a.diagnosis.verdict
     assert "pre-Blackwell GPU (no FSDP)" not in v.cause
     facts = JobFacts(values={"gpu_generation": "Blackwell", "tp": 2})
-    fix = tailor_fix({"category": "cuda_device_max_connections", "text": ""}, "", facts, _geo())
+    fix = tailor_fix(
+        from_flat({"category": "cuda_device_max_connections", "text": ""}), "", facts, _geo()
+    )
     assert "Blackwell" in fix and "pre-Blackwell GPUs needs" not in fix
 
 
@@ -355,6 +358,39 @@ def test_the_reasoning_writes_no_sentences() -> None:
     """Decide, then explain: rank notes and the reasoning's own causes come from explain.py."""
     import re
 
-    src = Path("analyzer/reason.py").read_text(encoding="utf-8")
-    assert not re.search(r"rank_note\s*=", src)
-    assert not re.search(r"\.cause\s*=\s*\(?\s*f?\"", src)
+    for mod in ("reason", "hangs", "unknown"):
+        src = Path(f"analyzer/{mod}.py").read_text(encoding="utf-8")
+        assert not re.search(r"rank_note\s*=", src), mod
+        assert not re.search(r"\bcause\s*=\s*\(?\s*f?\"", src), mod
+        assert not re.search(r"\bfix\s*=\s*\(?\s*f?\"", src), mod
+
+
+def test_hang_reasons_are_worded_from_the_rule_and_its_facts() -> None:
+    """A hang finding records its rule and facts; explain.hang_reason words every rule, and
+    a Flight Recorder finding says whether the logs alone agreed."""
+    from analyzer import explain
+    from analyzer.hangs import HangFinding
+
+    missing = HangFinding(3, "missing", 0.65, [], {"rank": 3, "world": 8})
+    assert missing.reason == (
+        "rank 3 is the only rank of 8 that reported no collective timeout: the others were "
+        "waiting for it"
+    )
+    none = explain.hang_reason("none", {"missing": [1, 2], "world_known": True})
+    assert none == (
+        "the timeout reports do not single out one rank (2 ranks are missing from them: 1, 2)"
+    )
+    dumps = {"rank": 5, "shown": "rank 5 never joined", "logs_rule": "missing"}
+    agree = explain.hang_reason("dumps", {**dumps, "logs_rank": 5, "logs_detail": {}})
+    assert agree.endswith("(the logs agree)")
+    other = explain.hang_reason(
+        "dumps", {**dumps, "logs_rank": 3, "logs_detail": {"rank": 3, "world": 8}}
+    )
+    assert "(the logs alone pointed at rank 3: rank 3 is the only rank of 8" in other
+    assert set(explain.HANG_REASONS) == {
+        "desync",
+        "op-mismatch",
+        "call-mismatch",
+        "lowest-enqueued",
+        "missing",
+    }

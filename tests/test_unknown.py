@@ -5,6 +5,7 @@ false-alarm rate on every sample job."""
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from analyzer.api import analyze
 from analyzer.catalog import load_catalog
 from analyzer.categories import info
 from analyzer.cli import app
+from analyzer.event import Event
 from analyzer.prefixes import split_prefixes
 from analyzer.reason import diagnose_rows
 from analyzer.unknown import (
@@ -116,29 +118,25 @@ def _row(
     line: int,
     category: str = "unknown",
     level: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "file": "slurm-1.out",
-        "line": line,
-        "rank": rank,
-        "local_rank": None,
-        "node": None if rank is None else str(rank // 2),
-        "node_index": None if rank is None else rank // 2,
-        "host": None,
-        "time": T0 + timedelta(seconds=seconds),
-        "role": role,
-        "pattern_id": pattern_id,
-        "category": category,
-        "title": "",
-        "text": text,
-        "message": text,
-        "level": level,
-        "attempt": None,
-    }
+) -> Event:
+    return Event(
+        file="slurm-1.out",
+        line=line,
+        rank=rank,
+        node=None if rank is None else str(rank // 2),
+        node_index=None if rank is None else rank // 2,
+        time=T0 + timedelta(seconds=seconds),
+        role=role,
+        pattern_id=pattern_id,
+        category=category,
+        text=text,
+        message=text,
+        level=level,
+    )
 
 
-def _death(rank: int, seconds: float, line: int) -> dict[str, Any]:
-    return _row(
+def _death(rank: int, seconds: float, line: int) -> Event:
+    row = _row(
         rank,
         "symptom",
         "torchelastic.exit.failed",
@@ -147,9 +145,10 @@ def _death(rank: int, seconds: float, line: int) -> dict[str, Any]:
         line,
         "python_exception",
     )
+    return replace(row, tags=frozenset({"death", "death-record"}))
 
 
-def _timeout(rank: int, seconds: float, line: int) -> dict[str, Any]:
+def _timeout(rank: int, seconds: float, line: int) -> Event:
     return _row(rank, "symptom", "gloo.timeout", "Timed out", seconds, line, "collective_timeout")
 
 
@@ -210,7 +209,7 @@ def test_glog_level_candidates_keep_only_e_and_f_lines() -> None:
         _row(1, "candidate", "candidates.logger_error_level", "prefetch lost", 1, 2, level="E"),
     ]
     _keep, cands = split_candidates(rows)
-    assert [r["text"] for r in cands] == ["prefetch lost"]
+    assert [r.text for r in cands] == ["prefetch lost"]
 
 
 def test_baseline_templates_are_never_candidates() -> None:
@@ -248,7 +247,7 @@ def test_real_unknown_failure_names_the_rank_and_the_line(job: Path, rank: int, 
 
 def test_without_candidates_the_real_job_is_only_the_cascade() -> None:
     a = analyze(JOB1, catalog=CATALOG, workers=1)
-    keep, cands = split_candidates([dict(r) for r in a.rows])
+    keep, cands = split_candidates(a.rows)
     assert len(cands) == 1
     v = diagnose_rows(keep, a.facts, a.attributed.geometry).verdict
     assert v.category == "collective_timeout"
@@ -280,7 +279,7 @@ def test_false_alarm_rate_is_zero_on_every_sample() -> None:
     for s in SAMPLES:
         exp = _expected(s)
         a = analyze(s, catalog=CATALOG, workers=1)
-        keep, _cands = split_candidates([dict(r) for r in a.rows])
+        keep, _cands = split_candidates(a.rows)
         plain = diagnose_rows(keep, a.facts, a.attributed.geometry).verdict
         v = a.diagnosis.verdict
         if exp["category"] == "none":
@@ -426,7 +425,7 @@ def test_a_real_traceback_with_candidate_words_is_still_a_python_exception(
     roles = {pm.pattern.role for pm in CATALOG.match_all(exc_line)}
     assert "candidate" in roles, "the line is also candidate-like (else the test proves nothing)"
     a = analyze(job, catalog=CATALOG, workers=1)
-    assert not any(r["role"] == "candidate" for r in a.rows), "the traceback took its line"
+    assert not any(r.role == "candidate" for r in a.rows), "the traceback took its line"
     v = a.diagnosis.verdict
     assert (v.category, v.pattern_id) == ("python_exception", "python.traceback")
     assert f"CorruptShardError was raised: {msg}" in v.cause

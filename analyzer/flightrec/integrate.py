@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzer.event import Event
 from analyzer.flightrec.analyze import FrFinding, analyze_dumps
 from analyzer.flightrec.load import load_dumps
 
@@ -21,15 +22,15 @@ CULPRIT_PREFIX = "flight_recorder.culprit."
 STATE_PATTERN = "flight_recorder.rank_state"
 
 
-def world_of(rows: list[dict[str, Any]], world_size: Any) -> set[int]:
+def world_of(rows: list[Event], world_size: Any) -> set[int]:
     """Every rank of the job: from the world size when known, else the ranks the logs name."""
     if isinstance(world_size, int) and 0 < world_size <= 1_000_000:
         return set(range(world_size))
-    return {r["rank"] for r in rows if r.get("rank") is not None}
+    return {r.rank for r in rows if r.rank is not None}
 
 
 def read_flight_recorder(
-    dumps: list[tuple[Any, str]], rows: list[dict[str, Any]], world_size: Any
+    dumps: list[tuple[Any, str]], rows: list[Event], world_size: Any
 ) -> FrFinding | None:
     """Load and compare the dumps (None when there are none)."""
     if not dumps:
@@ -37,41 +38,31 @@ def read_flight_recorder(
     return analyze_dumps(load_dumps(dumps), world_of(rows, world_size))
 
 
-def _where(rows: list[dict[str, Any]], rank: int) -> dict[str, Any]:
+def _where(rows: list[Event], rank: int) -> dict[str, Any]:
     out: dict[str, Any] = {"node": None, "node_index": None, "host": None, "local_rank": None}
     for r in rows:
-        if r.get("rank") == rank:
+        if r.rank == rank:
             for k in out:
-                if out[k] is None and r.get(k) is not None:
-                    out[k] = r[k]
+                if out[k] is None and getattr(r, k) is not None:
+                    out[k] = getattr(r, k)
     return out
 
 
-def _row(base: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    row = {
-        "line": 0,
-        "offset": None,
-        "attempt": None,
-        "time": None,
-        "time_inherited": False,
-        "stream": None,
-        "category": "collective_timeout",
-        "role": "context",
-        "level": None,
-        "traceback": None,
-        "repeats": 1,
-        "_cause": None,
-        "_fix": None,
-        "source": SOURCE,
-    }
-    row.update(base)
-    row.update(kw)
-    return row
+def _event(where: dict[str, Any], captures: dict[str, str | None], **kw: Any) -> Event:
+    """A context event of the dumps (``source = flight_recorder``) at ``where``."""
+    return Event(
+        line=kw.pop("line", 0),
+        category="collective_timeout",
+        role="context",
+        captures={"source": SOURCE, **captures},
+        **where,
+        **kw,
+    )
 
 
-def evidence_rows(f: FrFinding, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def evidence_rows(f: FrFinding, rows: list[Event]) -> list[Event]:
     """Event-table rows for the dumps' picture and culprit."""
-    out: list[dict[str, Any]] = []
+    out: list[Event] = []
     for s in f.table:
         text = (
             f"Flight Recorder: rank {s.rank} group {s.group}: last enqueued "
@@ -79,49 +70,51 @@ def evidence_rows(f: FrFinding, rows: list[dict[str, Any]]) -> list[dict[str, An
             f"{_n(s.last_completed)}; at the stuck collective: {s.op_at_stuck or 'nothing'}"
         )
         out.append(
-            _row(
-                _where(rows, s.rank),
+            _event(
+                {**_where(rows, s.rank), "rank": s.rank},
+                {
+                    "fr_group": s.group,
+                    "last_enqueued": _s(s.last_enqueued),
+                    "fr_last_started": _s(s.last_started),
+                    "fr_last_completed": _s(s.last_completed),
+                    "op": s.op_at_stuck,
+                },
                 file=s.dump or "(no dump)",
-                rank=s.rank,
                 pattern_id=STATE_PATTERN,
                 title="Flight Recorder rank state",
                 text=text,
                 message=text,
-                fr_group=s.group,
-                last_enqueued=_s(s.last_enqueued),
-                fr_last_started=_s(s.last_started),
-                fr_last_completed=_s(s.last_completed),
-                op=s.op_at_stuck,
             )
         )
     if f.rank is not None and f.kind is not None:
         text = f"Flight Recorder: {f.reason}"
         out.append(
-            _row(
-                _where(rows, f.rank),
+            _event(
+                {**_where(rows, f.rank), "rank": f.rank},
+                {
+                    "fr_kind": f.kind,
+                    "fr_reason": f.reason,
+                    "fr_confidence": f"{f.confidence:.2f}",
+                    "fr_group": f.group,
+                    "seq": _s(f.seq),
+                    "op": f.op,
+                },
                 file=f.dump_files.get(f.rank) or next(iter(f.dump_files.values()), "(dumps)"),
                 line=f.record_id + 1 if f.record_id is not None else 0,
-                rank=f.rank,
                 pattern_id=CULPRIT_PREFIX + f.kind,
                 title=f"Flight Recorder: rank {f.rank} {f.kind.replace('_', ' ')}",
                 text=text,
                 message=text,
                 traceback="\n".join(f.stack) or None,
-                fr_kind=f.kind,
-                fr_reason=f.reason,
-                fr_confidence=f"{f.confidence:.2f}",
-                fr_group=f.group,
-                seq=_s(f.seq),
-                op=f.op,
             )
         )
     return out
 
 
-def culprit_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def culprit_row(rows: list[Event]) -> Event | None:
     """The row in which the dumps name a culprit, if any."""
     for r in rows:
-        if str(r.get("pattern_id") or "").startswith(CULPRIT_PREFIX) and r.get("rank") is not None:
+        if str(r.pattern_id or "").startswith(CULPRIT_PREFIX) and r.rank is not None:
             return r
     return None
 

@@ -183,13 +183,11 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
     hosts: set[str] = set()
     times: list[datetime] = []
     for r in a.rows:
-        for k in ("host", "node"):
-            h = r.get(k)
+        for h in (r.host, r.node):
             if isinstance(h, str):
                 hosts.add(h)
-        t = r.get("time")
-        if isinstance(t, datetime):
-            times.append(t)
+        if r.time is not None:
+            times.append(r.time)
     if v.node:
         hosts.add(str(v.node))
     row.update(

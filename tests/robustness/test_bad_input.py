@@ -53,7 +53,7 @@ def test_giant_line_holding_the_error_is_still_found(tmp_path: Path) -> None:
     line = b"x" * (3 << 20) + b" torch.OutOfMemoryError: CUDA out of memory. " + b"y" * (2 << 20)
     d = _job(tmp_path, {"slurm-1.out": b"start\n" + line + b"\nend\n"})
     a = analyze(d, catalog=CATALOG, workers=1)
-    assert all(len(r["text"]) < 20_000 for r in a.rows)
+    assert all(len(r.text) < 20_000 for r in a.rows)
     assert_clean_exit(cli(d, "-q"))
 
 
@@ -84,8 +84,11 @@ def test_progress_bar_under_srun_label_keeps_the_label(tmp_path: Path) -> None:
     # srun --label prefixes only what follows a newline: frames after \r have no label.
     bar = b"  3: " + b"".join(b"Loading: %3d%%\r" % p for p in range(0, 101, 10))
     d = _job(tmp_path, {"slurm-1.out": bar + b"torch.OutOfMemoryError: CUDA out of memory.\n"})
-    a = analyze(d, catalog=CATALOG, workers=1)
-    (ev,) = [e for s in a.read.scans for e in s.events if e.role != "context"]
+    from analyzer.discover import discover
+    from analyzer.read import read_job
+
+    rr = read_job(discover([d]), CATALOG, workers=1)  # the reader's own events
+    (ev,) = [e for s in rr.scans for e in s.events if e.role != "context"]
     assert ev.task == 3
 
 

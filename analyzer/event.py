@@ -1,0 +1,158 @@
+"""One row of the event table as a typed, immutable record.
+
+The reader hands on ``RawEvent`` (what one line said); attribution adds where and when
+(``Attribution``); ``events.build_events`` joins the two into an :class:`Event`, which every
+later stage reads: the facts, the reasoning, the fixes, the reports and triage. The polars
+table (``events.to_frame``) is built from these records at the edge.
+
+Structural attributes are typed fields. What the pattern captured stays apart in
+``captures`` (strings, as matched; the catalog declares their types for the table), so a
+capture can never shadow a structural value. A stage that needs a changed event makes a new
+one (``dataclasses.replace``): an event, once built, is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+EMPTY: Mapping[str, str] = MappingProxyType({})
+"""The shared empty mapping of events without captures."""
+NO_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+"""The shared empty role table of events whose pattern declares no roles."""
+
+STRUCTURAL: tuple[str, ...] = (
+    "file",
+    "line",
+    "offset",
+    "node",
+    "node_index",
+    "host",
+    "rank",
+    "local_rank",
+    "attempt",
+    "time",
+    "time_inherited",
+    "stream",
+    "pattern_id",
+    "category",
+    "role",
+    "title",
+    "level",
+    "text",
+    "message",
+    "traceback",
+    "repeats",
+)
+"""The table's structural columns, in order (``Event`` attributes of the same names)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A matched line (or assembled traceback) with its node, rank and time.
+
+    ``captures``: the pattern's named groups (or, for rows the tool makes itself, such as
+    the Flight Recorder's, their own fields). ``roles``: the captured values whose capture
+    declares a role (``rank``, ``exit_code``, ``world_size`` …), keyed by role, read through
+    the pattern's ``role_names`` (no table per event). ``tags``: the
+    pattern's tags. ``cause``/``fix``: the pattern's templates (``fix_exact``: a reasoning
+    rule wrote a fix already specific to the job, not to be tailored). ``rank_assumed``: the
+    rank rests only on the single-node assumption (local rank N read as global rank N).
+    """
+
+    file: str
+    line: int
+    pattern_id: str
+    category: str
+    role: str
+    text: str
+    offset: int | None = None
+    node: str | None = None
+    node_index: int | None = None
+    host: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    attempt: int | None = None
+    time: datetime | None = None
+    time_inherited: bool = False
+    stream: str | None = None
+    title: str = ""
+    level: str | None = None
+    message: str = ""
+    traceback: str | None = None
+    repeats: int = 1
+    captures: Mapping[str, str | None] = field(default_factory=lambda: EMPTY)
+    role_names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: NO_ROLES)
+    """Role -> the names of the captures that declare it (shared by a pattern's events)."""
+    tags: frozenset[str] = frozenset()
+    cause: str = ""
+    fix: str = ""
+    fix_exact: bool = False
+    rank_assumed: bool = False
+
+    def cap(self, name: str) -> str | None:
+        """The captured value ``name`` (None when the pattern has no such capture or it did
+        not participate)."""
+        return self.captures.get(name)
+
+    def role_of(self, role: str) -> str | None:
+        """The captured value with this role (the first of its captures that matched), or
+        None."""
+        for name in self.role_names.get(role, ()):
+            v = self.captures.get(name)
+            if v:
+                return v
+        return None
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """Every captured value that has a role, keyed by role."""
+        out = {}
+        for role in self.role_names:
+            v = self.role_of(role)
+            if v:
+                out[role] = v
+        return out
+
+    def tagged(self, tag: str) -> bool:
+        """Whether the event's pattern carries ``tag``."""
+        return tag in self.tags
+
+    def structural(self) -> dict[str, Any]:
+        """The structural columns as a dict (for the table and the JSON)."""
+        return {k: getattr(self, k) for k in STRUCTURAL}
+
+    def values(self) -> dict[str, Any]:
+        """Structural values and captures together, for rendering a pattern's cause and fix
+        templates (captures never shadow a structural name: the catalog forbids it)."""
+        out: dict[str, Any] = {k: v for k, v in self.captures.items() if v is not None}
+        for k in STRUCTURAL:
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+def from_flat(row: Mapping[str, Any]) -> Event:
+    """An event from one flat mapping, as a row of the table reads: structural names become
+    attributes, every other key a capture. Missing structural values take neutral defaults
+    (file ``""``, line 0, pattern ``""``, category ``unknown``, role ``root``, text ``""``)."""
+    base: dict[str, Any] = {
+        "file": "",
+        "line": 0,
+        "pattern_id": "",
+        "category": "unknown",
+        "role": "root",
+        "text": "",
+    }
+    captures: dict[str, str | None] = {}
+    for k, v in row.items():
+        if k in STRUCTURAL:
+            if v is not None or k not in ("title", "message", "repeats", "time_inherited"):
+                base[k] = v
+        else:
+            captures[k] = None if v is None else str(v)
+    return Event(**base, captures=captures or EMPTY)

@@ -1,0 +1,77 @@
+"""The event record: typed, immutable, captures apart from the structural attributes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from analyzer.api import analyze
+from analyzer.attribute import Roles
+from analyzer.catalog import load_catalog
+from analyzer.event import STRUCTURAL, Event, from_flat
+from analyzer.events import BASE_COLUMNS
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+
+
+def test_an_event_cannot_be_changed_only_replaced() -> None:
+    e = Event(file="f", line=1, pattern_id="p", category="config", role="root", text="x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.rank = 3  # type: ignore[misc]
+    f = dataclasses.replace(e, rank=3)
+    assert (e.rank, f.rank) == (None, 3)
+    assert not hasattr(e, "__dict__"), "slotted: no per-event dict"
+
+
+def test_the_table_columns_are_the_record_attributes() -> None:
+    assert tuple(BASE_COLUMNS) == STRUCTURAL
+    names = {f.name for f in dataclasses.fields(Event)}
+    assert set(STRUCTURAL) <= names
+
+
+def test_a_capture_never_takes_a_structural_value() -> None:
+    """A capture named like a column stays a capture: the attributed host is the record's,
+    the captured one is read with ``cap`` (from_flat puts unknown keys in captures)."""
+    e = from_flat({"host": "gpu-node-002", "store_host": "gpu-node-001", "rank": 1})
+    assert e.host == "gpu-node-002" and e.cap("store_host") == "gpu-node-001"
+    assert e.cap("host") is None
+    assert e.values()["store_host"] == "gpu-node-001" and e.values()["host"] == "gpu-node-002"
+
+
+def test_a_role_is_read_from_whichever_of_its_captures_matched() -> None:
+    """Two alternatives of one regex may both declare a role; the one that matched answers."""
+    e = Event(
+        file="f",
+        line=1,
+        pattern_id="p",
+        category="config",
+        role="symptom",
+        text="x",
+        captures={"rank_a": None, "rank_b": "7", "code": "1"},
+        role_names={"global_rank": ("rank_a", "rank_b"), "exit_code": ("code",)},
+    )
+    assert e.role_of("global_rank") == "7"
+    assert e.roles == {"global_rank": "7", "exit_code": "1"}
+    assert e.role_of("pid") is None
+
+
+def test_a_pattern_shares_one_role_table_among_its_events() -> None:
+    cat = load_catalog([])
+    roles = Roles(cat)
+    pid = next(p.id for p in cat.patterns if any(c.role for c in p.captures.values()))
+    assert roles.names(pid) is roles.names(pid)
+    assert all(isinstance(v, tuple) for v in roles.names(pid).values())
+
+
+def test_the_analysis_keeps_records_not_the_readers_events() -> None:
+    """Once the records exist, the raw events and their attributions are gone (they were a
+    large job's largest structures); the records hold the same facts."""
+    a = analyze(SAMPLES / "real" / "exception-cascade", workers=1)
+    assert a.rows and all(isinstance(r, Event) for r in a.rows)
+    assert a.attributed.events == []
+    assert all(s.events == [] for s in a.read.scans)
+    assert a.read.readable
+    assert a.events.height == len(a.rows)
+    assert a.diagnosis.verdict.category == "python_exception"

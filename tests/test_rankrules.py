@@ -1,0 +1,93 @@
+"""Rank rules of ``analyzer/rankrules.py`` and the patterns they read, on real lines.
+
+The end-to-end tests go through ``reason.py``, which calls these rules."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from analyzer.api import analyze
+from analyzer.event import Event
+from analyzer.rankrules import detail_rows, uniform_by_detail
+
+NCCL_ENV = [  # tests/wild/b-lightning-slurm-rocm-invalid-device-pointer (RCCL under Lightning)
+    "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.17.1",  # noqa: E501
+    "[rank7]: ncclUnhandledCudaError: Call to CUDA function failed.",
+    "[rank7]: Last error:",
+    "[rank7]: Cuda failure 'invalid device pointer' ",
+]
+
+HOROVOD = [  # tests/wild/b-horovod-uniter-shutdown-after-oom (horovodrun -np 2 over mpirun)
+    "[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the log before the first shutdown message.",  # noqa: E501
+    "--------------------------------------------------------------------------",
+    "Primary job  terminated normally, but 1 process returned",
+    "a non-zero exit code. Per user-direction, the job has been aborted.",
+    "--------------------------------------------------------------------------",
+    "--------------------------------------------------------------------------",
+    "mpirun detected that one or more processes exited with non-zero status, thus causing",
+    "the job to be terminated. The first process to do so was:",
+    "",
+    "  Process name: [[50371,1],0]",
+    "  Exit code:    1",
+    "--------------------------------------------------------------------------",
+]
+
+
+def _analyze(tmp_path: Path, lines: list[str]) -> Any:
+    log = tmp_path / "output.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return analyze([log])
+
+
+def _row(line: int, role: str = "root", rank: int | None = 7, **kw: Any) -> Event:
+    return Event(
+        file="output.log",
+        line=line,
+        pattern_id="p",
+        category="nccl_error",
+        role=role,
+        text="",
+        rank=rank,
+        **kw,
+    )
+
+
+def test_detail_rows_are_the_roots_a_few_lines_below_on_the_same_rank() -> None:
+    chosen = _row(1)
+    below = _row(4, tags=frozenset({"uniform"}))
+    rows = [
+        chosen,
+        _row(2, role="context"),
+        below,
+        _row(4, rank=3),  # another rank's line
+        _row(9),  # too far
+        replace(_row(3), file="other.log"),
+    ]
+    assert detail_rows(chosen, rows) == [below]
+    assert uniform_by_detail(chosen, rows)
+    assert not uniform_by_detail(chosen, [chosen, _row(4)])
+    assert not uniform_by_detail(chosen, [chosen, _row(0, tags=frozenset({"uniform"}))])
+
+
+def test_the_nccl_setup_failure_is_tagged_uniform(tmp_path: Path) -> None:
+    rows = _analyze(tmp_path, NCCL_ENV).events.to_dicts()
+    pats = [(r["line"], r["pattern_id"]) for r in rows if r["role"] == "root"]
+    assert pats == [(1, "nccl.error.unhandled_cuda"), (4, "nccl.warn.cuda_failure_setup")]
+
+
+def test_a_setup_failure_under_a_generic_nccl_error_names_no_rank(tmp_path: Path) -> None:
+    v = _analyze(tmp_path, NCCL_ENV).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule) == ("nccl_error", None, "uniform")
+
+
+def test_mpirun_names_the_first_process_to_exit(tmp_path: Path) -> None:
+    rows = _analyze(tmp_path, HOROVOD).events.to_dicts()
+    first = [r for r in rows if r["pattern_id"] == "mpi.ompi.first_nonzero_exit"]
+    assert [(r["rank"], r["line"]) for r in first] == [(0, 10)]
+
+
+def test_a_victims_echo_takes_the_rank_of_the_only_process_reported_dead(tmp_path: Path) -> None:
+    v = _analyze(tmp_path, HOROVOD).diagnosis.verdict
+    assert (v.rank, v.rank_rule) == (0, "only-death")

@@ -1,0 +1,30 @@
+"""Triage reads hundreds of jobs with one catalog: the scanner (its compiled prefilter) is
+built once per catalog, and reusing it changes no result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.api import analyze
+from analyzer.catalog import load_catalog
+from analyzer.read import scanner_for
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs" / "real"
+
+
+def test_one_scanner_per_catalog() -> None:
+    cat = load_catalog([])
+    assert scanner_for(cat) is scanner_for(cat)
+    other = load_catalog([])
+    assert scanner_for(other) is not scanner_for(cat)
+    assert scanner_for(other).catalog is other
+
+
+def test_a_reused_scanner_gives_the_same_rows() -> None:
+    cat = load_catalog([])
+    jobs = ["exception-cascade", "sigkill-rank", "exception-cascade"]
+    shared = [analyze(SAMPLES / j, catalog=cat, workers=1) for j in jobs]
+    fresh = [analyze(SAMPLES / j, catalog=load_catalog([]), workers=1) for j in jobs]
+    for a, b in zip(shared, fresh, strict=True):
+        assert [r.structural() for r in a.rows] == [r.structural() for r in b.rows]
+        assert a.diagnosis.verdict.as_dict() == b.diagnosis.verdict.as_dict()
