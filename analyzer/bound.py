@@ -101,6 +101,27 @@ class RepeatBound:
             return (writer, pattern.id, role)
         return (writer, pattern.id, role, *[fields.get(n) for n in names])
 
+    def offer(
+        self,
+        writer: Hashable,
+        pattern: Any,
+        fields: dict[str, str],
+        line: int,
+        offset: int,
+        args: Any,
+    ) -> None:
+        """``add(key(writer, pattern, pattern.role, fields), Item(line, offset, fields,
+        args))``: one matched line, in one call (the reader's hot path)."""
+        names = self._ident.get(pattern.id)
+        if names is None:
+            self.key(writer, pattern, pattern.role, fields)
+            names = self._ident[pattern.id]
+        if names:
+            key: Hashable = (writer, pattern.id, pattern.role, *[fields.get(n) for n in names])
+        else:
+            key = (writer, pattern.id, pattern.role)
+        self.add(key, Item(line, offset, fields, args))
+
     def add(self, key: Hashable, item: Item) -> None:
         """Add one matched line to its group."""
         g = self._groups.get(key)
@@ -120,10 +141,11 @@ class RepeatBound:
             if v.isdecimal():
                 iv = int(v)
                 hi = his.get(k)
-                if hi is None or iv > hi[0]:
+                if hi is None:  # the first value of ``k``: both ends at once
+                    his[k] = los[k] = (iv, item)
+                elif iv > hi[0]:
                     his[k] = (iv, item)
-                lo = los.get(k)
-                if lo is None or iv < lo[0]:
+                elif iv < los[k][0]:  # (lo <= hi < iv otherwise: never both)
                     los[k] = (iv, item)
 
     def _make(self, item: Item) -> None:

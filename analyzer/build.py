@@ -154,21 +154,32 @@ class EventBuilder:
     def _candidate(self, blk: Block, s: int) -> int:
         """Read the candidate line at ``s``; return the offset after it."""
         data = blk.data
-        e = blk.line_end(s)
+        e = data.find(b"\n", s)
+        if e < 0:
+            e = len(data)
         raw = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + WINDOW_BYTES]
         text, pre = self.matcher.line(raw)
         msg = pre.message
-        line_no = blk.line_at(s)
         if msg.lstrip().startswith(_STARTS):
             w = writer(pre)
             if w in self.open:
                 self._close(self.open[w])
             st, inh = self.clock.stamp_of(msg, pre.stamp, blk, s)
+            line_no = blk.line_at(s)
             self.open[w] = _Traceback((text, pre, line_no, blk.offset + s, st, inh), msg)
             return e + 1
-        pm = self.matcher.match(msg, raw, text, s)
-        if pm is not None:
-            self._offer(pm, text, pre, line_no, blk, s)
+        got = self.matcher.lookup(msg, raw, text, s)
+        if got is not None:
+            p, fields = got
+            line_no = blk.line_at(s)
+            self.bound.offer(
+                (pre.task, pre.local_rank, pre.rank),
+                p,
+                fields,
+                line_no,
+                blk.offset + s,
+                (p, fields, text, pre, line_no, blk, s),
+            )
         return e + 1
 
     def _follow(self, blk: Block, pos: int) -> int:
@@ -278,18 +289,13 @@ class EventBuilder:
         self.bound.add((key, fields.get("exc_type"), fields.get("frame")), item)
 
     # -- events ---------------------------------------------------------------------------
-    def _offer(
-        self, pm: PatternMatch, text: str, pre: Prefixed, line_no: int, blk: Block, s: int
-    ) -> None:
-        """A matched line: its event is built now, later in the block, or never (folded)."""
-        item = Item(line_no, blk.offset + s, pm.fields, (pm, text, pre, line_no, blk, s))
-        p = pm.pattern
-        key = self.bound.key((pre.task, pre.local_rank, pre.rank), p, p.role, pm.fields)
-        self.bound.add(key, item)
-
-    def _build(self, args: tuple[PatternMatch, str, Prefixed, int, Block, int]) -> RawEvent:
-        pm, text, pre, line_no, blk, s = args
+    def _build(
+        self, args: tuple[Pattern, dict[str, str], str, Prefixed, int, Block, int]
+    ) -> RawEvent:
+        p, fields, text, pre, line_no, blk, s = args
         st, inh = self.clock.stamp_of(pre.message, pre.stamp, blk, s)
+        # The captures may be shared with the matcher's cache: the event gets its own copy.
+        pm = PatternMatch(p, dict(fields))
         return self._event(pm, (text, pre, line_no, blk.offset + s, st, inh))
 
     def _event(self, pm: PatternMatch, line: _Line) -> RawEvent:
