@@ -10,6 +10,8 @@ cached (bounded). A user pattern disabled by a regex timeout is remembered in
 
 from __future__ import annotations
 
+from typing import cast
+
 from analyzer.catalog import Catalog, Pattern, PatternMatch, match_priority
 from analyzer.prefilter import Prefilter
 from analyzer.prefixes import Prefixed, split_prefixes
@@ -144,9 +146,10 @@ class LineMatcher:
         if rest:
             self._match_rest = rest - 1
         else:
-            got = self._matches.get(msg, _MISS)
-            if got is not _MISS:
+            cached = self._matches.get(msg, _MISS)
+            if cached is not _MISS:
                 self._match_hits += 1
+                got = cast("tuple[Pattern, dict[str, str]] | None", cached)
                 if got is None:
                     return None
                 if not got[0].disabled_reason:

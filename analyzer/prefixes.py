@@ -101,7 +101,7 @@ _INNER_FIRST = frozenset("[(") | _LETTERS | _PYLOG_FIRST | _BASIC_FIRST
 none of them (nor a character from ``\\x80`` up) no further prefix can be peeled."""
 
 _new = object.__new__
-_SET = tuple(Prefixed.__dict__[n].__set__ for n in Prefixed.__slots__)  # type: ignore[attr-defined]
+_SET = tuple(Prefixed.__dict__[n].__set__ for n in Prefixed.__slots__)
 
 
 def _prefixed(
