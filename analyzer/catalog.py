@@ -14,7 +14,13 @@ from typing import Any
 
 import regex
 
-from analyzer.catalog_cache import digest, is_validated, lazy_regex, mark_validated
+from analyzer.catalog_cache import (
+    digest,
+    is_validated,
+    lazy_regex,
+    mark_validated,
+    named_groups,
+)
 from analyzer.categories import (
     CAPTURE_ROLES,
     CAPTURE_TYPES,
@@ -358,8 +364,7 @@ def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _parse_captures(raw: Any, rx: regex.Pattern[str], where: str) -> dict[str, Capture]:
-    groups = set(rx.groupindex)
+def _parse_captures(raw: Any, groups: set[str], where: str) -> dict[str, Capture]:
     shadow = sorted(groups & STRUCTURAL_NAMES)
     if shadow:
         raise CatalogError(
@@ -437,8 +442,10 @@ def _parse_pattern(
         rx = lazy_regex(raw["regex"], flags) if lazy else regex.compile(raw["regex"], flags)
     except regex.error as exc:
         raise CatalogError(f"{where}: regex does not compile: {exc}") from None
-    captures = _parse_captures(raw.get("captures"), rx, where)
-    _check_placeholders(raw, set(rx.groupindex), where)
+    # A lazy regex (a catalog validated before) is not compiled for its group names.
+    groups = named_groups(raw["regex"]) if lazy else set(rx.groupindex)
+    captures = _parse_captures(raw.get("captures"), groups, where)
+    _check_placeholders(raw, groups, where)
     tags = _as_str_tuple(raw.get("tags", []), f"{where}: tags")
     bad_tags = [t for t in tags if t not in TAGS and not (user and t.startswith("user-"))]
     if bad_tags:
@@ -456,7 +463,7 @@ def _parse_pattern(
             and not set(ex) - {"line", "fields"}
         ):
             fields = {str(k): str(v) for k, v in dict(ex.get("fields", {})).items()}
-            missing = sorted(set(fields) - set(rx.groupindex))
+            missing = sorted(set(fields) - groups)
             if missing:
                 raise CatalogError(
                     f"{where}: an example expects field {missing[0]!r}, which is not a capture"
@@ -590,7 +597,10 @@ def _validate_once(patterns: list[Pattern], key: str | None) -> None:
     bad = [f"{p.origin}: {p.id}: {msg}" for p in patterns for msg in check_pattern(p)]
     if bad:
         raise CatalogError("invalid patterns:\n  " + "\n  ".join(bad))
-    mark_validated(key)
+    # A remembered catalog reads its capture names from the regex sources: remember only one
+    # where that reading is exact.
+    if all(named_groups(p.regex.pattern) == set(p.regex.groupindex) for p in patterns):
+        mark_validated(key)
 
 
 def cross_claims(catalog: Catalog) -> list[str]:

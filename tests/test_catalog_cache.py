@@ -105,3 +105,42 @@ def test_a_remembered_catalog_compiles_lazily_and_matches_the_same(counted: list
         a, b = p.regex.search(msg), q.regex.search(msg)
         assert bool(a) == bool(b) == must
         assert (a and a.groupdict()) == (b and b.groupdict())
+
+
+def _compiled(rx: object) -> bool:
+    """Whether a lazy regex has been compiled (read without triggering the compile)."""
+    try:
+        type(rx).__dict__["search"].__get__(rx, type(rx))
+    except AttributeError:
+        return False
+    return True
+
+
+def test_a_remembered_catalog_loads_without_compiling(counted: list[str]) -> None:
+    """Loading a remembered catalog compiles no regex: capture names are read from the
+    sources (``named_groups``), which validation checked against the compiled regexes."""
+    first = load_catalog(use_env=False)
+    second = load_catalog(use_env=False)
+    assert not any(_compiled(p.regex) for p in second.patterns)
+    for p, q in zip(first.patterns, second.patterns, strict=True):
+        assert set(p.captures) == set(q.captures) == set(p.regex.groupindex), p.id
+
+
+def test_named_groups_reads_only_real_group_openings() -> None:
+    src = r"a\(?P<no>b\)(?P<yes>c)\\(?<also>d)(?<=q)(?<!r)(?P=yes)[x]"
+    assert catalog_cache.named_groups(src) == {"yes", "also"}
+    import regex
+
+    assert catalog_cache.named_groups(src) == set(regex.compile(src).groupindex)
+
+
+def test_a_catalog_whose_group_names_cannot_be_read_is_not_remembered(
+    counted: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should the source reading ever disagree with the compiled regex, the catalog is
+    validated (and compiled) on every load instead of trusted."""
+    monkeypatch.setattr(catalog_mod, "named_groups", lambda source: set())
+    load_catalog(use_env=False)
+    n = len(counted)
+    load_catalog(use_env=False)
+    assert len(counted) == 2 * n, "validated again: never remembered"
