@@ -20,6 +20,7 @@ from analyzer.catalog_cache import (
     lazy_regex,
     mark_validated,
     named_groups,
+    remembered_data,
 )
 from analyzer.categories import (
     CAPTURE_ROLES,
@@ -527,13 +528,21 @@ def _check_examples(p: Pattern, problems: list[str], limit: float | None) -> Non
             problems.append(f"matches counter-example {line[:100]!r}")
 
 
-def _load_file(path: Path | Traversable, user: bool, lazy: bool = False) -> list[Pattern]:
+def _read_toml(path: Path | Traversable) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{path}: cannot read pattern file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _load_file(
+    path: Path | Traversable, user: bool, lazy: bool = False, data: dict[str, Any] | None = None
+) -> list[Pattern]:
+    """The patterns of one file (``data``: its TOML already parsed)."""
+    if data is None:
+        data = _read_toml(path)
     extra = sorted(set(data) - {"pattern"})
     if extra:
         raise CatalogError(f"{path}: unknown top-level key {extra[0]!r} (only [[pattern]] tables)")
@@ -570,10 +579,14 @@ def load_catalog(
     # A catalog that passed validation before compiles each regex on first use (start-up).
     key = digest(files) if validate else None
     lazy = key is not None and is_validated(key)
+    # A remembered catalog keeps its files parsed (JSON reads faster than TOML parses).
+    parsed = remembered_data(key) if lazy else None
+    if parsed is None or len(parsed) != len(files):
+        parsed = [_read_toml(path) for path, _user in files]
     ordered: dict[str, Pattern] = {}
-    for path, user in files:
+    for (path, user), data in zip(files, parsed, strict=True):
         seen_here: set[str] = set()
-        for p in _load_file(path, user, lazy):
+        for p in _load_file(path, user, lazy, data):
             if p.id in seen_here:
                 raise CatalogError(f"{path}: duplicate pattern id {p.id!r}")
             seen_here.add(p.id)
@@ -587,11 +600,13 @@ def load_catalog(
             "(pip install --force-reinstall mcore-diagnose)"
         )
     if validate and not lazy:
-        _validate_once(patterns, key)
+        _validate_once(patterns, key, parsed)
     return Catalog(patterns, [str(f) for f, _ in files])
 
 
-def _validate_once(patterns: list[Pattern], key: str | None) -> None:
+def _validate_once(
+    patterns: list[Pattern], key: str | None, parsed: list[dict[str, Any]] | None = None
+) -> None:
     """Check every pattern against its examples and remember that this very catalog passed
     (``catalog_cache``: keyed by the files' content and the checking code)."""
     bad = [f"{p.origin}: {p.id}: {msg}" for p in patterns for msg in check_pattern(p)]
@@ -600,7 +615,7 @@ def _validate_once(patterns: list[Pattern], key: str | None) -> None:
     # A remembered catalog reads its capture names from the regex sources: remember only one
     # where that reading is exact.
     if all(named_groups(p.regex.pattern) == set(p.regex.groupindex) for p in patterns):
-        mark_validated(key)
+        mark_validated(key, parsed)
 
 
 def cross_claims(catalog: Catalog) -> list[str]:

@@ -11,6 +11,7 @@ every run, as without the cache. Set ``MCORE_DIAGNOSE_NO_CACHE=1`` to bypass it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from importlib.resources.abc import Traversable
@@ -65,16 +66,38 @@ def is_validated(key: str | None) -> bool:
         return False
 
 
-def mark_validated(key: str | None) -> None:
-    """Remember that the catalog with this key passed (silently skipped when impossible)."""
+def mark_validated(key: str | None, parsed: Sequence[Any] | None = None) -> None:
+    """Remember that the catalog with this key passed, with its files' parsed TOML as JSON
+    (``parsed``, one object per file in order); silently skipped when impossible."""
     m = _marker(key)
     if m is None:
         return
     try:
         m.parent.mkdir(parents=True, exist_ok=True)
-        m.touch()
+        try:
+            text = json.dumps(list(parsed)) if parsed is not None else ""
+        except (TypeError, ValueError):  # a TOML value JSON cannot hold: parse every run
+            text = ""
+        tmp = m.with_name(f"{m.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, m)  # a reader never sees half a file
     except OSError:
         pass
+
+
+def remembered_data(key: str | None) -> list[Any] | None:
+    """The parsed pattern files a remembered catalog was validated with (None when the
+    marker holds none or cannot be read: the files are then parsed)."""
+    m = _marker(key)
+    if m is None:
+        return None
+    try:
+        data = json.loads(m.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        return None
+    return data
 
 
 _NAMED_GROUP = regex.compile(r"(?<=(?:^|[^\\])(?:\\\\)*)\(\?P?<([A-Za-z_]\w*)>")

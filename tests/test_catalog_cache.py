@@ -144,3 +144,24 @@ def test_a_catalog_whose_group_names_cannot_be_read_is_not_remembered(
     n = len(counted)
     load_catalog(use_env=False)
     assert len(counted) == 2 * n, "validated again: never remembered"
+
+
+def test_a_remembered_catalog_is_not_parsed_again(
+    counted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marker keeps the files' parsed TOML: the second load reads it, not the files; a
+    marker that cannot be read back sends the loader to the files again."""
+    first = load_catalog(use_env=False)
+
+    def no_toml(path: object) -> dict:
+        raise AssertionError(f"parsed again: {path}")
+
+    with monkeypatch.context() as m:
+        m.setattr(catalog_mod, "_read_toml", no_toml)
+        second = load_catalog(use_env=False)
+    assert [p.id for p in second.patterns] == [p.id for p in first.patterns]
+    assert [p.examples for p in second.patterns] == [p.examples for p in first.patterns]
+    for marker in (catalog_cache.cache_dir() or Path()).glob("validated-*"):
+        marker.write_text("{not json", encoding="utf-8")
+    third = load_catalog(use_env=False)
+    assert [p.id for p in third.patterns] == [p.id for p in first.patterns]
