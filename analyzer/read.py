@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -77,18 +78,18 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
-_SCANNER: list[FileScanner] = []
-"""The last scanner built, kept for the next job with the same catalog (triage diagnoses
-hundreds of jobs in one process; compiling the prefilter is a third of a small job's time)."""
+_LAST = threading.local()
+"""Per thread, the last scanner built, kept for the next job with the same catalog (triage
+diagnoses hundreds of jobs in one process; compiling the prefilter is a third of a small
+job's time). A scanner keeps caches, so threads never share one."""
 
 
 def scanner_for(catalog: Catalog) -> FileScanner:
-    """A scanner for ``catalog``: the last one built when it was built for this very catalog
-    object, else a new one (which replaces it)."""
-    if _SCANNER and _SCANNER[0].catalog is catalog:
-        return _SCANNER[0]
-    scanner = FileScanner(catalog)
-    _SCANNER[:] = [scanner]
+    """A scanner for ``catalog``: this thread's last one when it was built for this very
+    catalog object, else a new one (which replaces it)."""
+    scanner: FileScanner | None = getattr(_LAST, "scanner", None)
+    if scanner is None or scanner.catalog is not catalog:
+        scanner = _LAST.scanner = FileScanner(catalog)
     return scanner
 
 

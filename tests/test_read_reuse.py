@@ -28,3 +28,17 @@ def test_a_reused_scanner_gives_the_same_rows() -> None:
     for a, b in zip(shared, fresh, strict=True):
         assert [r.structural() for r in a.rows] == [r.structural() for r in b.rows]
         assert a.diagnosis.verdict.as_dict() == b.diagnosis.verdict.as_dict()
+
+
+def test_threads_never_share_a_scanner() -> None:
+    """A scanner keeps caches: each thread gets its own for the same catalog."""
+    import threading
+
+    cat = load_catalog([])
+    mine = scanner_for(cat)
+    theirs: list[object] = []
+    t = threading.Thread(target=lambda: theirs.append(scanner_for(cat)))
+    t.start()
+    t.join()
+    assert theirs and theirs[0] is not mine
+    assert scanner_for(cat) is mine
