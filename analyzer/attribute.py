@@ -8,7 +8,7 @@ over the number of nodes, or torchrun's own summary). Without geometry the rank 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -17,7 +17,7 @@ from types import MappingProxyType
 import regex
 
 from analyzer.catalog import Catalog, Pattern
-from analyzer.commranks import Claim, CommRanks, comm_ranks, nccl_writer
+from analyzer.commranks import Claim, CommRanks, comm_ranks
 from analyzer.scan import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
@@ -29,58 +29,30 @@ class Roles:
     def __init__(self, catalog: Catalog | None) -> None:
         self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
         self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
-        self._tables: dict[str, Mapping[str, tuple[str, ...]]] = {}
-        self._names: dict[str, dict[str, str]] = {}
-        """Per pattern id: role -> the name of the first capture declaring it
-        (``Pattern.by_role``, asked once per pattern instead of once per event)."""
+        self._names: dict[str, Mapping[str, str]] = {}
+        """Per pattern id: role -> the name of the capture declaring it (the catalog allows
+        one per role), built once per pattern instead of once per event."""
 
     def tags(self, ev: RawEvent) -> frozenset[str]:
         """The tags of the event's pattern."""
         p = self._by_id.get(ev.pattern_id)
         return p.tags if p else frozenset()
 
-    def get(self, ev: RawEvent, role: str) -> str | None:
-        """The captured value with this role, or None."""
-        names = self._names.get(ev.pattern_id)
-        if names is None:
-            names = self._names[ev.pattern_id] = self._role_names(ev.pattern_id)
-        name = names.get(role)
-        value = ev.fields.get(name) if name else None
-        return value or None
-
-    def _role_names(self, pattern_id: str) -> dict[str, str]:
-        p = self._by_id.get(pattern_id)
-        out: dict[str, str] = {}
-        if p:
-            for c in p.captures.values():
-                if c.role:
-                    out.setdefault(c.role, c.name)
-        return out
-
-    def all(self, ev: RawEvent) -> dict[str, str]:
-        """Every captured value that has a role, keyed by role."""
-        p = self._by_id.get(ev.pattern_id)
-        if not p:
-            return {}
-        return {
-            c.role: ev.fields[c.name]
-            for c in p.captures.values()
-            if c.role and ev.fields.get(c.name)
-        }
-
-    def names(self, pattern_id: str) -> Mapping[str, tuple[str, ...]]:
-        """Role -> the names of the pattern's captures that declare it, in order (one shared
-        table per pattern)."""
-        table = self._tables.get(pattern_id)
+    def names(self, pattern_id: str) -> Mapping[str, str]:
+        """Role -> the name of the pattern's capture that declares it (one shared table per
+        pattern; ``Event.role_names``)."""
+        table = self._names.get(pattern_id)
         if table is None:
             p = self._by_id.get(pattern_id)
-            found: dict[str, tuple[str, ...]] = {}
-            if p:
-                for c in p.captures.values():
-                    if c.role:
-                        found[c.role] = (*found.get(c.role, ()), c.name)
-            table = self._tables[pattern_id] = MappingProxyType(found)
+            found = {c.role: c.name for c in p.captures.values() if c.role} if p else {}
+            table = self._names[pattern_id] = MappingProxyType(found)
         return table
+
+    def get(self, ev: RawEvent, role: str) -> str | None:
+        """The captured value with this role, or None."""
+        name = self.names(ev.pattern_id).get(role)
+        value = ev.fields.get(name) if name else None
+        return value or None
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""
@@ -464,7 +436,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                 if local_rank is None:
                     local_rank = pid_local.get(ev.nccl_pid)
             if rank is None and comm and ev.nccl_pid is not None:
-                rank = _comm_rank(comm, ev.message)
+                rank = comm.rank_of(short_host(ev.nccl_host), ev.nccl_pid, ev.nccl_dev)
             node_index = ev.task
             host = roles.get(ev, "host") or ev.nccl_host or sc.file.node_hint
             if geo.task_is_rank and ev.task is not None:
@@ -514,12 +486,6 @@ def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks
     return comm_ranks(claims, geo.world_size) if claims else CommRanks()
 
 
-def _comm_rank(comm: CommRanks, message: str) -> int | None:
-    """The rank of the process that wrote an NCCL line, from the communicator's map."""
-    w = nccl_writer(message)
-    return comm.rank_of(short_host(w[0]), w[1], w[2]) if w else None
-
-
 def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geometry) -> bool:
     pairs: dict[int, set[str]] = {}
     for _ev, a in events:
@@ -531,12 +497,3 @@ def _hosts_tell_nodes_apart(events: list[tuple[RawEvent, Attribution]], geo: Geo
     # nodes, or torchrun's FQDN "localhost", do not tell nodes apart.
     single = [next(iter(hs)) for hs in pairs.values() if len(hs) == 1]
     return not pairs or (len(single) == len(pairs) and len(set(single)) == len(single))
-
-
-def ranks_by_node(attributed: Attributed) -> dict[int, set[int]]:
-    """Global ranks seen per node index."""
-    out: dict[int, set[int]] = defaultdict(set)
-    for _ev, a in attributed.events:
-        if a.node_index is not None and a.rank is not None:
-            out[a.node_index].add(a.rank)
-    return out

@@ -17,6 +17,7 @@ import regex
 
 from analyzer.bound import Item, RepeatBound
 from analyzer.catalog import Pattern, PatternMatch
+from analyzer.commranks import nccl_writer
 from analyzer.discover import LogFile
 from analyzer.match import WINDOW_BYTES, LineMatcher
 from analyzer.prefixes import Prefixed
@@ -52,11 +53,6 @@ TRACEBACK_PATTERN = Pattern(
 """The event of a traceback whose lines no catalog pattern claims."""
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
-_NCCL_HOST = regex.compile(
-    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] )?"
-    r"(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):\d+ \[\d+\]"
-)
-
 Writer = tuple[int | None, int | None, int | None]
 _Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
 """(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
@@ -133,10 +129,9 @@ class EventBuilder:
             if data[pos:e].strip():
                 break
             pos = e + 1
-        if pos >= n:
+        else:
             self.started = False  # a block of blank lines: look again in the next one
             return pos
-        e = blk.line_end(pos)
         raw = data[pos : min(e, pos + WINDOW_BYTES)]
         text, pre = self.matcher.line(raw)
         msg = pre.message
@@ -301,7 +296,7 @@ class EventBuilder:
     def _event(self, pm: PatternMatch, line: _Line) -> RawEvent:
         text, pre, line_no, offset, stamp, inherited = line
         lf = self.lf
-        m = _NCCL_HOST.match(pre.message)
+        nccl = nccl_writer(pre.message)
         p = pm.pattern
         return RawEvent(
             file=lf.rel,
@@ -322,8 +317,9 @@ class EventBuilder:
             stamp_inherited=inherited,
             stream=lf.stream,
             attempt=lf.attempt,
-            nccl_host=m["host"] if m else None,
-            nccl_pid=int(m["pid"]) if m else None,
+            nccl_host=nccl[0] if nccl else None,
+            nccl_pid=nccl[1] if nccl else None,
+            nccl_dev=nccl[2] if nccl else None,
             cause=p.cause,
             fix=p.fix,
         )

@@ -538,11 +538,9 @@ def _read_toml(path: Path | Traversable) -> dict[str, Any]:
 
 
 def _load_file(
-    path: Path | Traversable, user: bool, lazy: bool = False, data: dict[str, Any] | None = None
+    path: Path | Traversable, data: dict[str, Any], user: bool, lazy: bool
 ) -> list[Pattern]:
-    """The patterns of one file (``data``: its TOML already parsed)."""
-    if data is None:
-        data = _read_toml(path)
+    """The patterns of one file, ``data`` being its parsed TOML."""
     extra = sorted(set(data) - {"pattern"})
     if extra:
         raise CatalogError(f"{path}: unknown top-level key {extra[0]!r} (only [[pattern]] tables)")
@@ -586,7 +584,7 @@ def load_catalog(
     ordered: dict[str, Pattern] = {}
     for (path, user), data in zip(files, parsed, strict=True):
         seen_here: set[str] = set()
-        for p in _load_file(path, user, lazy, data):
+        for p in _load_file(path, data, user, lazy):
             if p.id in seen_here:
                 raise CatalogError(f"{path}: duplicate pattern id {p.id!r}")
             seen_here.add(p.id)

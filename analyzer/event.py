@@ -20,9 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
-"""The shared empty mapping of events without captures."""
-NO_ROLES: Mapping[str, tuple[str, ...]] = MappingProxyType({})
-"""The shared empty role table of events whose pattern declares no roles."""
+"""The shared empty mapping of events without captures or roles."""
 
 COLUMN_TYPES: dict[str, str] = {
     "file": "str",
@@ -87,8 +85,8 @@ class Event:
     traceback: str | None = None
     repeats: int = 1
     captures: Mapping[str, str | None] = field(default_factory=lambda: EMPTY)
-    role_names: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: NO_ROLES)
-    """Role -> the names of the captures that declare it (shared by a pattern's events)."""
+    role_names: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    """Role -> the name of the capture that declares it (shared by a pattern's events)."""
     tags: frozenset[str] = frozenset()
     cause: str = ""
     fix: str = ""
@@ -101,23 +99,14 @@ class Event:
         return self.captures.get(name)
 
     def role_of(self, role: str) -> str | None:
-        """The captured value with this role (the first of its captures that matched), or
-        None."""
-        for name in self.role_names.get(role, ()):
-            v = self.captures.get(name)
-            if v:
-                return v
-        return None
+        """The captured value with this role, or None."""
+        name = self.role_names.get(role)
+        return (self.captures.get(name) if name else None) or None
 
     @property
     def roles(self) -> dict[str, str]:
         """Every captured value that has a role, keyed by role."""
-        out = {}
-        for role in self.role_names:
-            v = self.role_of(role)
-            if v:
-                out[role] = v
-        return out
+        return {r: v for r, name in self.role_names.items() if (v := self.captures.get(name))}
 
     def tagged(self, tag: str) -> bool:
         """Whether the event's pattern carries ``tag``."""

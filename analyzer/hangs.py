@@ -18,6 +18,7 @@ from typing import Any
 import regex
 
 from analyzer.event import Event
+from analyzer.explain import hang_reason
 
 _INTS = regex.compile(r"\d+")
 _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
@@ -39,8 +40,6 @@ class HangFinding:
     @property
     def reason(self) -> str:
         """The finding in words (``explain.hang_reason``)."""
-        from analyzer.explain import hang_reason
-
         return hang_reason(self.rule, self.detail)
 
 

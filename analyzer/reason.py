@@ -215,8 +215,7 @@ def _only_death(v: Verdict, rows: list[Event]) -> None:
     for r in rows:
         if r.rank is None or not r.tagged("death"):
             continue
-        roles = r.roles
-        if roles.get("exit_code") in _KILLED_BY_LAUNCHER or roles.get("signal") in (
+        if r.role_of("exit_code") in _KILLED_BY_LAUNCHER or r.role_of("signal") in (
             _KILLED_BY_LAUNCHER
         ):
             continue
@@ -283,7 +282,7 @@ def _enrich_node(v: Verdict, chosen: Event, rows: list[Event], geo: Geometry) ->
         and r.role_of("exit_code") is not None
         and (r.role_of("task") or "").isdecimal()
     ]
-    tasks = {int(r.roles["task"]) for r in exits}
+    tasks = {int(r.role_of("task") or 0) for r in exits}
     if not tasks:
         return
     last = chosen.line  # an assembled traceback's line is its closing exception line
@@ -295,7 +294,7 @@ def _enrich_node(v: Verdict, chosen: Event, rows: list[Event], geo: Geometry) ->
     else:
         _why(v, "srun-exits-many", tasks=len(tasks))
         return
-    task = int(first.roles["task"])
+    task = int(first.role_of("task") or 0)
     v.node_index = task
     v.node = geo.node_label(geo.task_hosts.get(task), task)
     _why(v, "srun-exit", task=task, file=first.file, line=first.line)

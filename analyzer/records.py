@@ -34,6 +34,8 @@ class RawEvent:
     attempt: int | None
     nccl_host: str | None = None
     nccl_pid: int | None = None
+    nccl_dev: int | None = None
+    """Host, pid and device of NCCL's ``host:pid:tid [dev]`` prefix (``commranks.nccl_writer``)."""
     traceback: str | None = None
     cause: str = ""
     fix: str = ""

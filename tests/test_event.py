@@ -40,8 +40,8 @@ def test_a_capture_never_takes_a_structural_value() -> None:
     assert e.values()["store_host"] == "gpu-node-001" and e.values()["host"] == "gpu-node-002"
 
 
-def test_a_role_is_read_from_whichever_of_its_captures_matched() -> None:
-    """Two alternatives of one regex may both declare a role; the one that matched answers."""
+def test_a_role_is_read_through_the_pattern_table() -> None:
+    """A capture that did not participate (None) or matched empty has no value for its role."""
     e = Event(
         file="f",
         line=1,
@@ -49,20 +49,21 @@ def test_a_role_is_read_from_whichever_of_its_captures_matched() -> None:
         category="config",
         role="symptom",
         text="x",
-        captures={"rank_a": None, "rank_b": "7", "code": "1"},
-        role_names={"global_rank": ("rank_a", "rank_b"), "exit_code": ("code",)},
+        captures={"rank": "7", "code": "1", "host": None, "pid": ""},
+        role_names={"global_rank": "rank", "exit_code": "code", "host": "host", "pid": "pid"},
     )
     assert e.role_of("global_rank") == "7"
     assert e.roles == {"global_rank": "7", "exit_code": "1"}
-    assert e.role_of("pid") is None
+    assert e.role_of("host") is None and e.role_of("pid") is None
+    assert e.role_of("signal") is None
 
 
 def test_a_pattern_shares_one_role_table_among_its_events() -> None:
     cat = load_catalog([])
     roles = Roles(cat)
-    pid = next(p.id for p in cat.patterns if any(c.role for c in p.captures.values()))
-    assert roles.names(pid) is roles.names(pid)
-    assert all(isinstance(v, tuple) for v in roles.names(pid).values())
+    p = next(p for p in cat.patterns if any(c.role for c in p.captures.values()))
+    assert roles.names(p.id) is roles.names(p.id)
+    assert dict(roles.names(p.id)) == {c.role: c.name for c in p.captures.values() if c.role}
 
 
 def test_the_analysis_keeps_records_not_the_readers_events() -> None:
