@@ -39,23 +39,17 @@ SUBCOMMANDS = {
 def _plain_argument_help() -> None:
     """Show arguments in help as their metavar (``PATH...``), as click and most tools do.
 
-    typer 0.29 writes a required argument as ``{paths}...`` with its Python type
-    (``<list[str]>``) beside it; users should not see Python types.
+    typer writes a required argument as ``{PATH...}``; the braces mean nothing to a user.
     """
     from typer.core import TyperArgument
 
-    if not hasattr(TyperArgument, "_usage_display_name"):
-        return
-
-    def usage_name(self: TyperArgument) -> str:
+    def make_metavar(self: TyperArgument, ctx: object, *, usage: bool = False) -> str:
         name = self.metavar or (self.name or "").upper()
         if self.nargs != 1 and not name.endswith("..."):
             name += "..."
-        return name if self.required else f"[{name}]"
+        return f"[{name}]" if usage and not self.required else name
 
-    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
-    TyperArgument._rich_display_name = usage_name  # type: ignore[method-assign]
-    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
 
 
 _plain_argument_help()

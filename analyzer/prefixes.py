@@ -7,7 +7,9 @@ a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag su
 ``--log-line-prefix-template`` header (``[24]:``), c10d's ``[rank3]:``, Lightning's
 ``[rank: 3] `` or Determined's ``[rank=3] ``, then the C++
 (``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger prefix
-(``W1202 15:34:58.764000 4242 path/api.py:897] ``).
+(``W1202 15:34:58.764000 4242 path/api.py:897] ``). Innermost, Python's exception-group margin
+(``  | ``, ``    | ``, ``  + `` in front of ``Exception Group Traceback``) is dropped, so the
+frames and the message of a sub-exception read like any traceback.
 
 A markdown quote (``> ``) of a pasted log and pytest's ``E       `` are dropped first.
 
@@ -62,6 +64,9 @@ _PY21 = regex.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [\w.]+: \[(?P<lvl>[A-Z]+)\] ?"
 )
 _BASIC = regex.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):torch[\w.]*:")
+_GROUP = regex.compile(r"(?:  )+(?:\| (?=.)|\+ (?=Exception Group Traceback ))")
+"""Python 3.11+ prints an ``ExceptionGroup`` (asyncio's ``TaskGroup``, Ray, anyio) with a margin
+of ``|`` two spaces deeper per nesting level, ``+`` on the group's first line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +170,10 @@ def split_prefixes(line: str) -> Prefixed:
     c = line[pos : pos + 1]
     if c not in _INNER_FIRST and c < "\x80":
         # Nothing more can be peeled (most lines of a log that has no prefixes end here).
+        if c == " ":
+            m = _GROUP.match(line, pos)
+            if m:
+                return _prefixed(line[m.end() :], task, host=host)
         if quote and pos == quote.end() and not _QUOTED.match(line, pos):
             pos = 0  # Megatron's own "> " line, not a quote
         return _prefixed(line[pos:] if pos else line, task, host=host)
@@ -234,6 +243,10 @@ def split_prefixes(line: str) -> Prefixed:
         m = _LIGHTNING.match(line, pos)
         if m:
             rank = int(m[1])
+            pos = m.end()
+    if line[pos : pos + 1] == " ":
+        m = _GROUP.match(line, pos)
+        if m:
             pos = m.end()
     if quote and pos == quote.end() and not _QUOTED.match(line, pos):
         pos = 0  # Megatron's own "> " line, not a quote

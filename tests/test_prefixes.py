@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from analyzer.prefixes import split_prefixes
@@ -199,3 +203,79 @@ def test_prefix_first_character_gates_are_sound() -> None:
                     hits += 1
                     assert line[i] in first
     assert hits > 30
+
+
+_TASK_GROUP = '''
+import asyncio
+
+async def load(path):
+    with open(path) as f:
+        return f.read()
+
+async def parse(text):
+    return int(text)
+
+async def main():
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(load("/nonexistent/ckpt/iter_0000100/model_optim_rng.pt"))
+        tg.create_task(parse("not-a-number"))
+
+asyncio.run(main())
+'''
+
+
+def _exception_group_log(tmp_path: Path, prefix: str = "") -> Path:
+    """A real ExceptionGroup traceback, printed by this Python (3.11+), as a job directory."""
+    run = subprocess.run(
+        [sys.executable, "-c", _TASK_GROUP], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 1 and "Exception Group Traceback" in run.stderr
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.err").write_text("".join(prefix + ln for ln in run.stderr.splitlines(True)))
+    return job
+
+
+def test_exception_group_margin_is_dropped(tmp_path: Path) -> None:
+    lines = (_exception_group_log(tmp_path) / "train.err").read_text().splitlines()
+    messages = [split_prefixes(ln).message for ln in lines]
+    assert messages[0] == "Exception Group Traceback (most recent call last):"
+    assert "Traceback (most recent call last):" in messages
+    assert any(m.startswith("FileNotFoundError: [Errno 2]") for m in messages)
+    assert any(m.startswith("ValueError: invalid literal for int()") for m in messages)
+    assert any(m.startswith('  File "') for m in messages)
+    # Separators are kept, not read as messages of their own.
+    assert any(m.startswith("  +-+----") for m in messages)
+    assert not any(m.startswith(("  | ", "    | ")) for m in messages)
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank3]: ", "  1: [default1]:"])
+def test_exception_group_sub_exception_is_the_cause(tmp_path: Path, prefix: str) -> None:
+    from analyzer.api import analyze
+
+    analysis = analyze(_exception_group_log(tmp_path, prefix))
+    missing = [e for e in analysis.rows if e.pattern_id == "megatron.ckpt.missing_file"]
+    assert missing, [e.pattern_id for e in analysis.rows]
+    event = missing[0]
+    assert event.message.startswith("FileNotFoundError")
+    assert event.traceback and 'in load' in event.traceback
+    assert analysis.diagnosis.verdict.category == "checkpoint"
+    if prefix == "[rank3]: ":
+        assert event.rank == 3
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  | Name  | Type   | Params",  # Lightning's model summary: only the margin goes
+        "  |",
+        "  +-+---------------- 1 ----------------",
+        "  + not a group",
+    ],
+)
+def test_exception_group_margin_needs_its_shape(line: str) -> None:
+    message = split_prefixes(line).message
+    if line.startswith("  | Name"):
+        assert message == "Name  | Type   | Params"
+    else:
+        assert message == line
