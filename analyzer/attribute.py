@@ -19,6 +19,7 @@ import regex
 from analyzer.catalog import Catalog, Pattern
 from analyzer.commranks import Claim, CommRanks, comm_ranks
 from analyzer.scan import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
+from analyzer.timestamps import Stamp
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
 
@@ -400,6 +401,10 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
         for ev in cf.events:
             cf_of[id(ev)] = cf
     out: list[tuple[RawEvent, Attribution]] = []
+    # Events of one process at one printed second share one time and one attribution object
+    # (a large job has a hundred times more events than distinct attributions).
+    times: dict[Stamp, datetime | None] = {}
+    alike: dict[tuple[object, ...], Attribution] = {}
     for sc in scans:
         # A per-rank file (torchrun --log-dir) holds one rank: a [rankN] on any line names it.
         file_rank = None
@@ -428,6 +433,8 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
                     else:
                         owner = None
             wpid = roles.int(ev, "pid")
+            if wpid is None:
+                wpid = ev.prefix_pid  # a Ray actor's pid= names the process that wrote the line
             if rank is None and wpid is not None and wpid in pid_rank:
                 rank = pid_rank[wpid]  # e.g. "Sending process P closing signal SIGTERM"
             if ev.nccl_pid is not None:
@@ -438,7 +445,7 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             if rank is None and comm and ev.nccl_pid is not None:
                 rank = comm.rank_of(short_host(ev.nccl_host), ev.nccl_pid, ev.nccl_dev)
             node_index = ev.task
-            host = roles.get(ev, "host") or ev.nccl_host or sc.file.node_hint
+            host = roles.get(ev, "host") or ev.nccl_host or ev.prefix_host or sc.file.node_hint
             if geo.task_is_rank and ev.task is not None:
                 rank = ev.task if rank is None else rank
                 host = host or geo.task_hosts.get(ev.task)
@@ -461,12 +468,26 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
             if host is None and node_index is not None:
                 host = geo.task_hosts.get(node_index)
             host = short_host(host)
-            t = ev.stamp.to_datetime(year) if ev.stamp else None
-            out.append((ev, Attribution(rank, local_rank, node_index, host, t, None, assumed)))
+            stamp = ev.stamp
+            if stamp is None:
+                t = None
+            else:
+                t = times.get(stamp)
+                if t is None:
+                    t = times[stamp] = stamp.to_datetime(year)
+            key = (rank, local_rank, node_index, host, t, assumed)
+            a = alike.get(key)
+            if a is None:
+                a = alike[key] = Attribution(rank, local_rank, node_index, host, t, None, assumed)
+            out.append((ev, a))
+    alike.clear()
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
-    for i, (ev, a) in enumerate(out):  # in place: one Attribution per event alive at a time
-        label = geo.node_label(a.host, a.node_index)
-        out[i] = (ev, replace(a, node=label))
+    labelled: dict[int, Attribution] = {}
+    for i, (ev, a) in enumerate(out):  # in place
+        got = labelled.get(id(a))
+        if got is None:
+            got = labelled[id(a)] = replace(a, node=geo.node_label(a.host, a.node_index))
+        out[i] = (ev, got)
     return Attributed(out, geo, failures, year, roles)
 
 

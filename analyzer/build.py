@@ -53,14 +53,15 @@ TRACEBACK_PATTERN = Pattern(
 """The event of a traceback whose lines no catalog pattern claims."""
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
-Writer = tuple[int | None, int | None, int | None]
+Writer = tuple[int | None, int | None, int | None, str | None, int | None]
 _Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
 """(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
 
 
 def writer(p: Prefixed) -> Writer:
-    """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank)."""
-    return (p.task, p.local_rank, p.rank)
+    """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
+    pid); the last two from a pdsh or Ray actor prefix."""
+    return (p.task, p.local_rank, p.rank, p.host, p.worker_pid)
 
 
 class _Traceback:
@@ -168,7 +169,7 @@ class EventBuilder:
             p, fields = got
             line_no = blk.line_at(s)
             self.bound.offer(
-                (pre.task, pre.local_rank, pre.rank),
+                (pre.task, pre.local_rank, pre.rank, pre.host, pre.worker_pid),
                 p,
                 fields,
                 line_no,
@@ -320,6 +321,8 @@ class EventBuilder:
             nccl_host=nccl[0] if nccl else None,
             nccl_pid=nccl[1] if nccl else None,
             nccl_dev=nccl[2] if nccl else None,
+            prefix_host=pre.host,
+            prefix_pid=pre.worker_pid,
             cause=p.cause,
             fix=p.fix,
         )

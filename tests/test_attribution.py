@@ -100,3 +100,24 @@ def test_exception_cascade_pins_every_sigterm_and_traceback() -> None:
     assert rows
     for r in rows:
         assert r.rank is not None and r.node_index is not None, r.text
+
+
+WILD = Path(__file__).resolve().parent / "wild"
+
+
+@pytest.mark.parametrize(
+    ("case", "pattern", "host"),
+    [
+        # pdsh's "host: " in front of DeepSpeed's multi-node lines
+        ("b-deepspeed-pdsh-illegal-memory-access", "cuda.error.illegal_address", "gr064"),
+        # a Ray actor prefix "(RayTrainWorker pid=N, ip=A)"
+        ("b-ray-train-actor-module-not-found", "python.import.module_not_found", "10.130.7.113"),
+    ],
+)
+def test_the_host_a_launcher_prefix_names_is_the_events_host(
+    case: str, pattern: str, host: str
+) -> None:
+    a = analyze(WILD / case, workers=1)
+    ev = next(r for r in a.rows if r.pattern_id == pattern)
+    assert (ev.host, ev.node) == (host, host)
+    assert a.diagnosis.verdict is not None and a.diagnosis.verdict.node == host

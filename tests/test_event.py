@@ -76,3 +76,14 @@ def test_the_analysis_keeps_records_not_the_readers_events() -> None:
     assert a.read.readable
     assert a.events.height == len(a.rows)
     assert a.diagnosis.verdict.category == "python_exception"
+
+
+def test_a_raw_event_and_its_record_share_a_size_class() -> None:
+    """``build_events`` frees each raw event as its record is made; in one size class
+    (CPython's small-object allocator rounds to 16 bytes) the record reuses its memory."""
+    from analyzer.records import RawEvent
+
+    def size_class(cls: type) -> int:
+        return -(-cls.__basicsize__ // 16)
+
+    assert size_class(RawEvent) == size_class(Event), (RawEvent.__basicsize__, Event.__basicsize__)

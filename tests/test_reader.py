@@ -384,3 +384,26 @@ def test_a_traceback_through_checkpoint_code_is_a_checkpoint_failure(
     assert out.returncode == 1 and "in save_checkpoint" in out.stderr
     v = analyze(_job(tmp_path, out.stderr), workers=1).diagnosis.verdict
     assert v.category == category, v
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_events_share_one_object_per_repeated_value(
+    workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Capture values, stamps and pattern strings that events repeat are one object each,
+    also for events unpickled from worker processes chunk by chunk (the parent's memory)."""
+    import analyzer.read as read_mod
+    from analyzer.catalog import load_catalog
+    from analyzer.discover import discover
+
+    monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)
+    job = Path(__file__).resolve().parent.parent / "sample_logs" / "real" / "exception-cascade"
+    rr = read_mod.read_job(discover([job]), load_catalog([]), workers=workers)
+    evs = [e for sc in rr.scans for e in sc.events]
+    values = [v for e in evs for v in e.fields.values()]
+    stamps = [e.stamp for e in evs if e.stamp is not None]
+    titles = [e.title for e in evs]
+    assert len(values) > len(set(values)) and len(stamps) > len(set(stamps))
+    for seq in (values, stamps, titles):
+        assert len({id(x) for x in seq}) == len(set(seq))
