@@ -51,9 +51,11 @@ class Roles:
 
     def get(self, ev: RawEvent, role: str) -> str | None:
         """The captured value with this role, or None."""
-        name = self.names(ev.pattern_id).get(role)
-        value = ev.fields.get(name) if name else None
-        return value or None
+        table = self._names.get(ev.pattern_id)
+        if table is None:
+            table = self.names(ev.pattern_id)
+        name = table.get(role)
+        return (ev.fields.get(name) or None) if name else None
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""

@@ -113,6 +113,10 @@ class CategoryInfo:
     """As a symptom before a SLURM end, it is the cause the end only confirmed."""
     confidence: float = 0.9
     """Confidence of a catalogued root of this category."""
+    evident: bool = False
+    """Its symptoms alone name the cause when no root, SLURM end, death record or hang
+    explains the failure: a diverging loss, a rendezvous, network or NCCL error is the problem
+    whatever stopped the job, where other symptoms only show where a failure arrived."""
     uniform: bool = False
     """Every rank raises it alike (same arguments, code and environment): one rank's copy names
     no culprit unless other ranks are seen without it."""
@@ -127,14 +131,14 @@ CATEGORY_TABLE: dict[str, CategoryInfo] = {
     "cuda_device_max_connections": CategoryInfo(70, startup=True, uniform=True),
     "config": CategoryInfo(70, startup=True, uniform=True),
     "import_error": CategoryInfo(70, startup=True, uniform=True),
-    "rendezvous": CategoryInfo(66, startup=True, before_end=True),
+    "rendezvous": CategoryInfo(66, startup=True, before_end=True, evident=True),
     "storage": CategoryInfo(65),
     "checkpoint": CategoryInfo(64),
-    "nan_loss": CategoryInfo(62, promotable=True, before_end=True),
+    "nan_loss": CategoryInfo(62, promotable=True, before_end=True, evident=True),
     "python_exception": CategoryInfo(60),
     "native_crash": CategoryInfo(55, promotable=True, before_end=True),
-    "network": CategoryInfo(50, kin=("nccl_error",)),
-    "nccl_error": CategoryInfo(45),
+    "network": CategoryInfo(50, kin=("nccl_error",), evident=True),
+    "nccl_error": CategoryInfo(45, evident=True),
     "slurm_time_limit": CategoryInfo(40, slurm_end=True),
     "slurm_preempted": CategoryInfo(40, slurm_end=True),
     "slurm_cancelled": CategoryInfo(35, slurm_end=True),

@@ -467,7 +467,7 @@ def decide(rows: list[Event], facts: JobFacts, geo: Geometry) -> tuple[Verdict, 
         cats = Counter(r.category for r in symptoms)
         first = _earliest(symptoms)
         cat = cats.most_common(1)[0][0]
-        if cat in ("rendezvous", "network", "nccl_error"):
+        if info(cat).evident:
             first = _earliest([r for r in symptoms if r.category == cat])
             v = _verdict_from(first, facts, geo, 0.5)
             _victim_rank(v, first)

@@ -500,3 +500,56 @@ def test_a_hang_cut_by_the_time_limit_can_still_be_explained() -> None:
     own = [_row(1, "candidate", "candidates.fatal", LINE1, 4, 8)]
     v, _ = infer(_cascade(rank=1), rows, own, world=4)
     assert (v.category, v.rank) == ("unknown", 1)
+
+
+# ------------------------------------------------------------------------------------------
+# symptoms of a class that names the cause by itself (CategoryInfo.evident)
+# ------------------------------------------------------------------------------------------
+
+
+def _symptom(rank: int | None, seconds: float, line: int, category: str, pattern: str) -> Event:
+    return _row(rank, "symptom", pattern, "symptom line", seconds, line, category)
+
+
+@pytest.mark.parametrize(
+    ("category", "pattern"),
+    [
+        ("nan_loss", "training.loss_scale.collapsing"),
+        ("rendezvous", "torchelastic.rdzv.timeout"),
+        ("network", "nccl.net.socket_connect"),
+    ],
+)
+def test_symptoms_of_an_evident_class_name_it(category: str, pattern: str) -> None:
+    from analyzer.attribute import Geometry
+    from analyzer.facts import JobFacts
+
+    assert info(category).evident
+    rows = [_symptom(0, 10, 5, category, pattern), _symptom(1, 12, 6, category, pattern)]
+    v = diagnose_rows(rows, JobFacts(), Geometry()).verdict
+    assert (v.category, v.rule, v.pattern_id) == (category, "symptoms", pattern)
+    assert v.confidence == 0.5
+    assert v.rank is None, "a symptom shows where a failure arrived, not who caused it"
+
+
+@pytest.mark.parametrize("category", ["python_exception", "storage", "checkpoint"])
+def test_symptoms_of_other_classes_stay_unknown(category: str) -> None:
+    from analyzer.attribute import Geometry
+    from analyzer.facts import JobFacts
+
+    assert not info(category).evident
+    rows = [_symptom(0, 10, 5, category, "x.y"), _symptom(1, 12, 6, category, "x.y")]
+    v = diagnose_rows(rows, JobFacts(), Geometry()).verdict
+    assert (v.category, v.rule) == ("unknown", "unknown")
+
+
+def test_a_collapsing_loss_scale_alone_is_a_diverging_run(tmp_path: Path) -> None:
+    """Real lines (tests/wild/b-deepspeed-fp16-loss-scale-collapse): DeepSpeed halved the fp16
+    loss scale 64 -> 2 step after step and the paste ends before the run stops."""
+    job = tmp_path / "job"
+    job.mkdir()
+    src = Path(__file__).resolve().parent / "wild" / "b-deepspeed-fp16-loss-scale-collapse"
+    (job / "output.log").write_bytes((src / "output.log").read_bytes())
+    v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
+    got = (v.category, v.pattern_id, v.rank)
+    assert got == ("nan_loss", "training.loss_scale.collapsing", None)
+    assert "from 16 to 8" in v.cause
