@@ -10,6 +10,11 @@ kept: the last of the first ``KEEP`` gets their number in ``repeats``, so the su
 
 Events whose captures name different processes or places (a pid, rank, host, exit code …)
 are different facts, never repeats: those captures are part of the group's key.
+
+A fact said again is not a new event: a context line of an untagged pattern whose captures
+equal those of its group's last kept line adds to that line's ``repeats`` (NCCL prints one
+``Init COMPLETE`` line per communicator, 30 or more per process, most of them the same fact).
+Tagged context lines (a ChildFailedError block's fields) are structure and stay one by one.
 """
 
 from __future__ import annotations
@@ -116,23 +121,38 @@ class RepeatBound:
         if names is None:
             self.key(writer, pattern, pattern.role, fields)
             names = self._ident[pattern.id]
+        role = pattern.role
         if names:
-            key: Hashable = (writer, pattern.id, pattern.role, *[fields.get(n) for n in names])
+            key: Hashable = (writer, pattern.id, role, *[fields.get(n) for n in names])
         else:
-            key = (writer, pattern.id, pattern.role)
-        self.add(key, Item(line, offset, fields, args))
+            key = (writer, pattern.id, role)
+        # A fact repeats; a tagged context line is structure (a ChildFailedError block's
+        # fields) that code reads line by line.
+        self.add(key, Item(line, offset, fields, args), role == "context" and not pattern.tags)
 
-    def add(self, key: Hashable, item: Item) -> None:
-        """Add one matched line to its group."""
+    def add(self, key: Hashable, item: Item, context: bool = False) -> None:
+        """Add one matched line to its group. A ``context`` line (of an untagged pattern)
+        that captured what the group's last kept line captured adds only a count (NCCL
+        prints the same ``Init COMPLETE`` fact once per communicator): among the first lines
+        it is a repeat of that line, at the end it replaces the last kept one."""
         g = self._groups.get(key)
         if g is None:
             g = self._groups[key] = _Group(self.keep)
-        g.n += 1
-        if len(g.first) < self.keep:
-            g.first.append(item)
+        first = g.first
+        if len(first) < self.keep:
+            if context and first and item.fields == first[-1].fields:
+                first[-1].repeats += 1
+                return
+            g.n += 1
+            first.append(item)
             self._make(item)
             return
-        g.tail.append(item)
+        g.n += 1
+        tail = g.tail
+        if context and tail and item.fields == tail[-1].fields:
+            tail[-1] = item
+        else:
+            tail.append(item)
         if not g.touched:
             g.touched = True
             self._touched.append(g)

@@ -89,14 +89,15 @@ def test_repeat_bound_keeps_ends_extremes_and_exact_counts(seed: int) -> None:
 
     class P:
         id = "p"
-        role = "context"
+        role = "symptom"
         regex = None
+        tags: frozenset[str] = frozenset()
 
     for i, f in enumerate(values):
         if i % 2:
             bound.offer(("w",), P, f, i + 1, i * 10, i)
         else:
-            bound.add(bound.key(("w",), P, "context", f), Item(i + 1, i * 10, f, i))
+            bound.add(bound.key(("w",), P, "symptom", f), Item(i + 1, i * 10, f, i))
     evs = bound.events()
     kept, folded = _reference(values, KEEP)
     assert [e.i for e in evs] == sorted(kept)
@@ -159,3 +160,54 @@ def test_caches_rest_when_lines_never_repeat_and_answers_do_not_change(
     m._lines.clear()
     m.line(b"x")
     assert m.line(b"x") == ("x", split_prefixes("x")) and m._line_hits >= 1
+
+
+def test_repeated_context_facts_are_one_event_with_their_count() -> None:
+    """NCCL prints the same Init COMPLETE fact once per communicator: a context line whose
+    captures equal the last kept line's is a repeat of it; a symptom line never is."""
+
+    class Ctx:
+        id = "ctx"
+        role = "context"
+        regex = None
+        tags: frozenset[str] = frozenset()
+
+    class Field(Ctx):  # a ChildFailedError block's field: structure, read line by line
+        tags = frozenset({"childfailed-field"})
+
+    class Sym:
+        id = "sym"
+        role = "symptom"
+        regex = None
+        tags: frozenset[str] = frozenset()
+
+    a, b = {"comm_rank": "3", "nranks": "8"}, {"comm_rank": "0", "nranks": "2"}
+    seq = [a] * 33 + [b] + [a] * 5
+    # The symptom keeps its first and last 8 and the extremes (line 9: the first value past
+    # the first 8; line 34: the smallest).
+    ends = [*range(1, 10), *range(32, 40)]
+    for pat, kept in ((Ctx, [1, 34, 35]), (Sym, ends), (Field, ends)):
+        bound = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1))
+        for i, f in enumerate(seq, 1):
+            bound.offer(("w",), pat, f, i, i * 10, i)
+        evs = bound.events()
+        assert [e.i for e in evs] == kept, pat.id
+        assert sum(e.repeats for e in evs) == len(seq)
+        if pat is Ctx:
+            assert [e.repeats for e in evs] == [33, 1, 5]
+
+
+def test_a_context_repeat_at_the_end_replaces_the_last_kept_line() -> None:
+    class Ctx:
+        id = "ctx"
+        role = "context"
+        regex = None
+        tags: frozenset[str] = frozenset()
+
+    bound = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1), keep=2)
+    seq = [{"v": "x1"}, {"v": "x2"}, {"v": "x3"}, {"v": "x4"}, {"v": "x4"}, {"v": "x4"}]
+    for i, f in enumerate(seq, 1):
+        bound.offer(("w",), Ctx, f, i, i * 10, i)
+    evs = bound.events()
+    assert [e.i for e in evs] == [1, 2, 3, 6]
+    assert sum(e.repeats for e in evs) == len(seq)
