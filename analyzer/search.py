@@ -122,6 +122,10 @@ class StreamClock:
         """Years of every stamp found (a glog stamp has none; the job's year fills it in)."""
         self._data: bytes | None = None
         self._memo: dict[int, Stamp | None] = {}
+        self._asked = -1
+        """The furthest position :meth:`before` was asked about in the current block ..."""
+        self._found: tuple[int, Stamp] | None = None
+        """... and the nearest dated line before it (its start and stamp), if any."""
 
     def end_block(self, blk: Block) -> None:
         """Move the clock to the end of ``blk``."""
@@ -141,23 +145,27 @@ class StreamClock:
     def before(self, blk: Block, end: int) -> Stamp | None:
         """The timestamp of the nearest dated line before ``end`` in ``blk``."""
         data = blk.data
-        lo = max(0, end - LOOKBACK_BYTES)
-        window = data[lo:end]
         if self.stamps.available:
             if self._data is not data:
                 self._data, self._memo = data, {}
-            memo = self._memo
-            for s, raw in self._sieved_lines(window, lo > 0):
-                if lo + s in memo:
-                    st = memo[lo + s]
-                else:
-                    st = memo[lo + s] = line_stamp(raw) if raw else None
-                if st is not None:
-                    if st.year:
-                        self.years.add(st.year)
-                    return st
-            return blk.prev_stamp
-        lines = window.split(b"\n")
+                self._asked, self._found = -1, None
+            # Lines are asked about in file order: only the lines since the last question
+            # are new; the answer then still holds unless the window has moved past it.
+            asked = self._asked
+            if 0 <= asked <= end and end - asked < LOOKBACK_BYTES:
+                found = self._nearest(data, asked, end, False)
+                if found is None:
+                    found = self._found
+                    if found is not None and not _within(data, found[0], end):
+                        found = None
+            else:
+                lo = max(0, end - LOOKBACK_BYTES)
+                found = self._nearest(data, lo, end, lo > 0)
+            if end >= asked:
+                self._asked, self._found = end, found
+            return found[1] if found is not None else blk.prev_stamp
+        lo = max(0, end - LOOKBACK_BYTES)
+        lines = data[lo:end].split(b"\n")
         if lo > 0:
             lines = lines[1:]
         for raw in reversed(lines[-LOOKBACK_LINES:]):
@@ -169,6 +177,23 @@ class StreamClock:
                     self.years.add(st.year)
                 return st
         return blk.prev_stamp
+
+    def _nearest(
+        self, data: bytes, lo: int, end: int, skip_first: bool
+    ) -> tuple[int, Stamp] | None:
+        """The nearest dated line in ``data[lo:end]`` (its start and stamp), or None."""
+        memo = self._memo
+        for s, raw in self._sieved_lines(data[lo:end], skip_first):
+            at = lo + s
+            if at in memo:
+                st = memo[at]
+            else:
+                st = memo[at] = line_stamp(raw) if raw else None
+            if st is not None:
+                if st.year:
+                    self.years.add(st.year)
+                return at, st
+        return None
 
     def _sieved_lines(self, window: bytes, skip_first: bool) -> Iterator[tuple[int, bytes]]:
         """The lines among the last ``LOOKBACK_LINES`` pieces of ``window.split(b"\\n")`` (less
@@ -193,6 +218,14 @@ class StreamClock:
                 return
             hi = lo + SIGNATURE_OVERLAP  # a signature that straddles the cut
             size *= 4
+
+
+def _within(data: bytes, start: int, end: int) -> bool:
+    """Whether the line at ``start`` is still in the look-back window of a line at ``end``
+    (the window ``before`` searches: the last ``LOOKBACK_LINES`` lines, at most
+    ``LOOKBACK_BYTES``, less a first line the byte limit may cut)."""
+    lo = end - LOOKBACK_BYTES
+    return (start > lo or lo <= 0) and data.count(b"\n", start, end) < LOOKBACK_LINES
 
 
 def line_stamp(raw: bytes) -> Stamp | None:

@@ -220,3 +220,37 @@ def test_prefilter_engines_report_the_same_occurrences(monkeypatch: pytest.Monke
         pytest.skip("needs both Hyperscan and ahocorasick_rs")
     assert sorted(first.find_all(data) or []) == sorted(second.find_all(data) or [])
     assert sorted(first.find(data)) == sorted(second.find(data))
+
+
+@pytest.mark.skipif(not StampSieve().available, reason="needs Hyperscan")
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=_lines(), seed=st.integers(0, 1000))
+def test_the_clock_answers_a_question_as_if_asked_first(
+    tmp_path: Path, data: bytes, seed: int
+) -> None:
+    """The clock only reads the lines since its last question (lines are asked about in file
+    order); every answer is the one a fresh clock gives, also for questions that go back (a
+    kept event is built when its block ends)."""
+    from analyzer.search import Searcher, StreamClock
+
+    rnd = random.Random(seed)
+    # Runs of short lines pass the 200-line limit, a few long ones the 16 KB limit.
+    sizes = [rnd.randrange(0, 20) if rnd.random() < 0.97 else rnd.randrange(2000, 9000)
+             for _ in range(rnd.randrange(0, 900))]
+    noise = [b"noise " + b"y" * n for n in sizes]
+    lines = data.split(b"\n")
+    for ln in noise:
+        lines.insert(rnd.randrange(0, len(lines) + 1), ln)
+    lf = _log(tmp_path, b"\n".join(lines) + b"\n")
+    sieve = StampSieve()
+    clock = StreamClock(sieve)
+    for blk in Searcher(lf, 1 << 20).blocks(clock):
+        starts = [0] + [i + 1 for i, c in enumerate(blk.data[:-1]) if c == 10]
+        asked: list[int] = []
+        for s in starts:
+            q = rnd.choice(asked) if asked and rnd.random() < 0.1 else s
+            asked.append(q)
+            assert clock.before(blk, q) == StreamClock(sieve).before(blk, q), q
+        clock.end_block(blk)
