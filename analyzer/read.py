@@ -139,8 +139,14 @@ def _read_parallel(
 ) -> list[FileScan]:
     """Scan on ``n`` cores: ``n - 1`` worker processes take chunks of files from the front
     while this process takes them from the back (cancelling their queued tasks) until the two
-    meet. This process works instead of waiting, and its own scans are never pickled."""
+    meet. This process works instead of waiting, and its own scans are never pickled.
+
+    Files are handed out smallest first, so this process reads the largest ones (a SLURM
+    output holding every rank's lines yields most of a job's events): they are never pickled
+    and unpickled, and no worker grows to hold them. Scans come back in discovery order."""
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    where = {lf.path: i for i, lf in enumerate(files)}
+    files = sorted(files, key=lambda lf: lf.size)
     chunks = [files[i : i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
     results: list[list[FileScan] | None] = [None] * len(chunks)
     reported = [False] * len(chunks)
@@ -173,7 +179,9 @@ def _read_parallel(
         for i, f in enumerate(futures):
             if results[i] is None:
                 report(i, shared.scans(f.result()))
-    return [s for scans in results if scans is not None for s in scans]
+    out = [s for scans in results if scans is not None for s in scans]
+    out.sort(key=lambda sc: where[sc.file.path])
+    return out
 
 
 class _Shared:

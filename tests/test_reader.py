@@ -407,3 +407,28 @@ def test_events_share_one_object_per_repeated_value(
     assert len(values) > len(set(values)) and len(stamps) > len(set(stamps))
     for seq in (values, stamps, titles):
         assert len({id(x) for x in seq}) == len(set(seq))
+
+
+def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers take the smallest files; the parent reads the largest (a SLURM output with
+    every rank's lines) itself, so its many events are never pickled. Order is unchanged."""
+    import analyzer.read as read_mod
+    from analyzer.catalog import load_catalog
+    from analyzer.discover import discover
+
+    monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "all-ranks.log").write_text(TB_RANK3 * 200)  # first in discovery order
+    for i in range(30):
+        (job / f"rank{i:02d}.log").write_text("hello\n" * (i + 1) + TB_RANK3)
+    disc = discover([job])
+    rr = read_mod.read_job(disc, load_catalog([]), workers=2)
+    assert [sc.file.rel for sc in rr.scans] == [lf.rel for lf in disc.files]
+    big = max(range(len(disc.files)), key=lambda i: disc.files[i].size)
+    assert disc.files[big].rel == "all-ranks.log" and big == 0
+    assert rr.scans[big].file is disc.files[big], "read in this process, not unpickled"
+    assert all(sc.events for sc in rr.scans)
