@@ -49,6 +49,9 @@ class LineMatcher:
         across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
         self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
         """The answer for recently seen messages (captures shared: copied when handed on)."""
+        self.quoted = False
+        """The current file is a quoted paste (``prefixes.quoted_paste``): every line's
+        leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
         self._line_hits = self._match_hits = 0
         """Hits since each cache was last cleared."""
         self._line_rest = self._match_rest = 0
@@ -100,6 +103,9 @@ class LineMatcher:
 
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
+        if self.quoted:
+            text = clean_line(decode(raw))
+            return text, split_prefixes(text, True)
         if self._line_rest:
             self._line_rest -= 1
             text = clean_line(decode(raw))

@@ -11,7 +11,8 @@ a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag su
 (``  | ``, ``    | ``, ``  + `` in front of ``Exception Group Traceback``) is dropped, so the
 frames and the message of a sub-exception read like any traceback.
 
-A markdown quote (``> ``) of a pasted log and pytest's ``E       `` are dropped first.
+A markdown quote (``> ``) of a pasted log and pytest's ``E       `` are dropped first (in a
+file that is a quoted paste as a whole, ``quoted_paste``, the quote is dropped from every line).
 
 Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
 ``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
@@ -46,6 +47,8 @@ _LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
 _QUOTE = regex.compile(r"(?:> )+(?=\S)")
 """A markdown block quote (``> ``) around a pasted log. Megatron itself prints ``> building
 ...`` lines, so the quote is dropped only in front of another prefix or a traceback line."""
+_PASTE = regex.compile(r"(?:> ?)+")
+"""The quote of a line in a file that is a quoted paste as a whole (``quoted_paste``)."""
 _PYTEST = regex.compile(r"E {7}(?= *\S)")
 """pytest's failure report puts ``E       `` in front of every line of an exception (a
 paste from a failed test): dropped like a quote."""
@@ -142,8 +145,22 @@ def _may(first: frozenset[str], line: str, pos: int) -> bool:
     return c in first or c >= "\x80"
 
 
-def split_prefixes(line: str) -> Prefixed:
-    """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message."""
+def quoted_paste(data: bytes) -> bool:
+    """Whether a file's first block reads as a log pasted inside a markdown quote: of its
+    first 200 non-empty lines, 80 % (and at least one) start with ``>``. Megatron's own ``> ``
+    lines are a minority of any real log's lines."""
+    head = data[: 64 << 10]
+    if head[:1] != b">" and b"\n>" not in head:
+        return False  # most files: no line starts with a quote
+    lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
+    quoted = sum(1 for ln in lines if ln[:1] == b">")
+    return quoted >= 1 and quoted >= 0.8 * len(lines)
+
+
+def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
+    """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message.
+    ``quoted``: the line is from a quoted paste (``quoted_paste``), so a leading ``> `` is
+    always the quote, whatever follows it."""
     pos = 0
     task = local_rank = rank = pid = None
     level: str | None = None
@@ -152,7 +169,7 @@ def split_prefixes(line: str) -> Prefixed:
     host: str | None = None
     worker_pid: int | None = None
 
-    quote = _QUOTE.match(line) if line[:1] == ">" else None
+    quote = (_PASTE if quoted else _QUOTE).match(line) if line[:1] == ">" else None
     if quote:
         pos = quote.end()
     m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
@@ -174,7 +191,7 @@ def split_prefixes(line: str) -> Prefixed:
             m = _GROUP.match(line, pos)
             if m:
                 return _prefixed(line[m.end() :], task, host=host)
-        if quote and pos == quote.end() and not _QUOTED.match(line, pos):
+        if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
             pos = 0  # Megatron's own "> " line, not a quote
         return _prefixed(line[pos:] if pos else line, task, host=host)
     if c == "[" or c >= "\x80":
@@ -248,6 +265,6 @@ def split_prefixes(line: str) -> Prefixed:
         m = _GROUP.match(line, pos)
         if m:
             pos = m.end()
-    if quote and pos == quote.end() and not _QUOTED.match(line, pos):
+    if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
         pos = 0  # Megatron's own "> " line, not a quote
     return _prefixed(line[pos:], task, local_rank, rank, level, stamp, pid, host, worker_pid)

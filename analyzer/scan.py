@@ -34,6 +34,7 @@ from analyzer.catalog import Catalog
 from analyzer.discover import LogFile
 from analyzer.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
 from analyzer.prefilter import Prefilter, StampSieve
+from analyzer.prefixes import quoted_paste
 from analyzer.records import FileScan, RawEvent
 from analyzer.search import MAX_LINE_BYTES, Block, Searcher, StreamClock, line_stamp
 from analyzer.timestamps import Stamp
@@ -87,9 +88,14 @@ class FileScanner:
         clock = StreamClock(self.stamps)
         builder = EventBuilder(lf, self.matcher, clock)
 
+        matcher = self.matcher
+        matcher.quoted = False
+
         def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
-                builder.block(blk, self.matcher.candidates(blk.data))
+                if blk.offset == 0:
+                    matcher.quoted = quoted_paste(blk.data)
+                builder.block(blk, matcher.candidates(blk.data))
                 clock.end_block(blk)
 
         try:

@@ -279,3 +279,28 @@ def test_exception_group_margin_needs_its_shape(line: str) -> None:
         assert message == "Name  | Type   | Params"
     else:
         assert message == line
+
+
+_WILD = Path(__file__).resolve().parent / "wild"
+_SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
+    from analyzer.prefixes import quoted_paste
+
+    # A real reply that quotes a nanoGPT run (33 of 34 lines quoted).
+    pasted = (_WILD / "a-nanogpt-torchrun-loss-nan" / "output.log").read_bytes()
+    assert quoted_paste(pasted)
+    # Megatron's own "> building ..." lines are a minority of a real log's lines.
+    megatron = (
+        _SAMPLES / "formats/hang-lowest-last-enqueued/torchrun-logs/gpu-node-001/"
+        "60441_f_q_7zk0/attempt_0/0/stdout.log"
+    ).read_bytes()
+    assert b"\n> " in megatron and not quoted_paste(megatron)
+    assert not quoted_paste(b"") and not quoted_paste(b"\n\n")
+    # In a quoted paste the quote goes whatever follows it (indentation, a JSON field);
+    # elsewhere it goes only in front of a prefix or a traceback line.
+    line = '>     "message": "RendezvousTimeoutError: ",'
+    assert split_prefixes(line, quoted=True).message == '    "message": "RendezvousTimeoutError: ",'
+    assert split_prefixes(line).message == line
+    assert split_prefixes(">   0: [rank2]: x", quoted=True).message == "x"

@@ -1,0 +1,54 @@
+"""The wild corpus, wrapped the ways real logs get wrapped: the verdict must not change.
+
+Each real log of ``tests/wild/`` is rewritten line by line as srun ``--label`` prints it, with
+Windows line ends, inside a markdown quote (as a pasted reply quotes it), both, and coloured
+with ANSI codes. A wrapper adds no information about the failure, so the category and the
+first failing rank must be the plain log's. One exception: an srun label says the job ran
+under SLURM, where other nodes' logs may be missing, so a rank the plain log only assumed
+from a local rank (one node) may become no rank; never another rank. (Prefixes that would
+name another rank or process, or wrap a launcher inside another, are not such wrappers and
+are not tried.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from analyzer.api import analyze
+from analyzer.catalog import load_catalog
+
+WILD = Path(__file__).resolve().parent / "wild"
+CASES = sorted(p for p in WILD.iterdir() if (p / "expected.toml").is_file())
+CATALOG = load_catalog([])
+
+WRAPPERS: dict[str, Callable[[bytes], bytes]] = {
+    "srun-label": lambda ln: b"  0: " + ln,
+    "crlf": lambda ln: ln + b"\r",
+    "quoted": lambda ln: b"> " + ln,
+    "quoted-srun": lambda ln: b"> " + b"  0: " + ln,
+    "ansi": lambda ln: b"\x1b[33m" + ln + b"\x1b[0m",
+}
+
+
+def _verdict(job: Path) -> tuple[str, int | None]:
+    v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
+    return v.category, v.rank
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_a_wrapped_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
+    plain = _verdict(case)
+    for name, wrap in WRAPPERS.items():
+        job = tmp_path / name
+        job.mkdir()
+        for src in case.iterdir():
+            if src.is_file() and src.name != "expected.toml":
+                lines = src.read_bytes().split(b"\n")
+                (job / src.name).write_bytes(b"\n".join(wrap(ln) if ln else ln for ln in lines))
+        got = _verdict(job)
+        if "srun" in name and got[1] is None:
+            got = (got[0], plain[1])
+        assert got == plain, name
