@@ -11,8 +11,11 @@ a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag su
 (``  | ``, ``    | ``, ``  + `` in front of ``Exception Group Traceback``) is dropped, so the
 frames and the message of a sub-exception read like any traceback.
 
-A markdown quote (``> ``) of a pasted log and pytest's ``E       `` are dropped first (in a
-file that is a quoted paste as a whole, ``quoted_paste``, the quote is dropped from every line).
+A markdown quote (``> ``) of a pasted log is dropped first (in a file that is a quoted paste
+as a whole, ``quoted_paste``, from every line), then a log collector's RFC 3339 time
+(``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions:
+``2024-05-01T12:34:56.789012345Z ``), which dates a line that has no stamp of its own, then
+pytest's ``E       ``.
 
 Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
 ``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
@@ -28,6 +31,13 @@ import regex
 
 from analyzer.timestamps import Stamp, parse_glog, parse_iso
 
+_COLLECTOR = regex.compile(
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(?:Z|[+-]\d\d:?\d\d) (?=.)"
+)
+"""An RFC 3339 time with its zone and one space, in front of every line a log collector
+re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw logs
+(``2024-05-01T12:34:56.789012345Z ``). Outermost after a quote; it dates the line when the
+program's own prefixes do not."""
 _SRUN = regex.compile(r"(?:P\d+ )?\ *(\d{1,6}): ")
 _PDSH = regex.compile(
     r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)"
@@ -172,6 +182,11 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     quote = (_PASTE if quoted else _QUOTE).match(line) if line[:1] == ">" else None
     if quote:
         pos = quote.end()
+    collected: Stamp | None = None
+    m = _COLLECTOR.match(line, pos) if _may(_DIGITS, line, pos) else None
+    if m:
+        collected = parse_iso(m["ts"])
+        pos = m.end()
     m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
     if m:
         pos = m.end()
@@ -193,7 +208,7 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
                 return _prefixed(line[m.end() :], task, host=host)
         if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
             pos = 0  # Megatron's own "> " line, not a quote
-        return _prefixed(line[pos:] if pos else line, task, host=host)
+        return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
     if c == "[" or c >= "\x80":
         m = _OMPI.match(line, pos)
         if m:
@@ -267,4 +282,6 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
             pos = m.end()
     if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
         pos = 0  # Megatron's own "> " line, not a quote
-    return _prefixed(line[pos:], task, local_rank, rank, level, stamp, pid, host, worker_pid)
+    return _prefixed(
+        line[pos:], task, local_rank, rank, level, stamp or collected, pid, host, worker_pid
+    )

@@ -304,3 +304,27 @@ def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
     assert split_prefixes(line, quoted=True).message == '    "message": "RendezvousTimeoutError: ",'
     assert split_prefixes(line).message == line
     assert split_prefixes(">   0: [rank2]: x", quoted=True).message == "x"
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "task", "rank", "stamp"),
+    [
+        # kubectl logs --timestamps (nanoseconds, Z) over a torch 2.x rank prefix
+        ("2024-05-01T12:34:56.789012345Z [rank3]: RuntimeError: x", "RuntimeError: x", None, 3,
+         Stamp(2024, 5, 1, 12, 34, 56, 789012)),
+        # GitHub Actions (7 digits) over an srun label: the collector's time dates the line
+        ("2024-05-01T12:34:56.7890123Z   1: Traceback (most recent call last):",
+         "Traceback (most recent call last):", 1, None, Stamp(2024, 5, 1, 12, 34, 56, 789012)),
+        # the program's own stamp wins over the collector's
+        ("2024-05-01T12:34:56+02:00 [E709 17:05:38.162555850 File.cpp:1] boom", "boom", None,
+         None, Stamp(None, 7, 9, 17, 5, 38, 0)),
+        # a time without a zone, or with nothing after it, is not a collector's prefix
+        ("2024-05-01T12:34:56 RuntimeError: x", "2024-05-01T12:34:56 RuntimeError: x", None,
+         None, None),
+    ],
+)
+def test_a_log_collectors_time_is_peeled_and_dates_the_line(
+    line: str, message: str, task: int | None, rank: int | None, stamp: Stamp | None
+) -> None:
+    p = split_prefixes(line)
+    assert (p.message, p.task, p.rank, p.stamp) == (message, task, rank, stamp)

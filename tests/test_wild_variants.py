@@ -1,8 +1,9 @@
 """The wild corpus, wrapped the ways real logs get wrapped: the verdict must not change.
 
 Each real log of ``tests/wild/`` is rewritten line by line as srun ``--label`` prints it, with
-Windows line ends, inside a markdown quote (as a pasted reply quotes it), both, and coloured
-with ANSI codes. A wrapper adds no information about the failure, so the category and the
+Windows line ends, inside a markdown quote (as a pasted reply quotes it), both, coloured with
+ANSI codes, and behind a log collector's RFC 3339 time (``kubectl logs --timestamps``, GitHub
+Actions). A wrapper adds no information about the failure, so the category and the
 first failing rank must be the plain log's. One exception: an srun label says the job ran
 under SLURM, where other nodes' logs may be missing, so a rank the plain log only assumed
 from a local rank (one node) may become no rank; never another rank. (Prefixes that would
@@ -12,6 +13,7 @@ are not tried.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,12 +26,22 @@ WILD = Path(__file__).resolve().parent / "wild"
 CASES = sorted(p for p in WILD.iterdir() if (p / "expected.toml").is_file())
 CATALOG = load_catalog([])
 
+def _collected(stamp: bytes, ln: bytes) -> bytes:
+    """``ln`` as a log collector re-emits it; a line of a quoted paste keeps its quote outside
+    (the user quoted what the collector printed)."""
+    quote = re.match(rb"(?:> ?)*", ln)
+    cut = quote.end() if quote else 0
+    return ln[:cut] + stamp + ln[cut:]
+
+
 WRAPPERS: dict[str, Callable[[bytes], bytes]] = {
     "srun-label": lambda ln: b"  0: " + ln,
     "crlf": lambda ln: ln + b"\r",
     "quoted": lambda ln: b"> " + ln,
     "quoted-srun": lambda ln: b"> " + b"  0: " + ln,
     "ansi": lambda ln: b"\x1b[33m" + ln + b"\x1b[0m",
+    "kubectl-timestamps": lambda ln: _collected(b"2024-05-01T12:34:56.789012345Z ", ln),
+    "actions-log": lambda ln: _collected(b"2024-05-01T12:34:56.7890123Z ", ln),
 }
 
 
