@@ -14,8 +14,9 @@ frames and the message of a sub-exception read like any traceback.
 A markdown quote (``> ``) of a pasted log is dropped first (in a file that is a quoted paste
 as a whole, ``quoted_paste``, from every line), then a log collector's RFC 3339 time
 (``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions:
-``2024-05-01T12:34:56.789012345Z ``), which dates a line that has no stamp of its own, then
-pytest's ``E       ``.
+``2024-05-01T12:34:56.789012345Z ``) or a syslog-style time (moreutils ``ts``, a journald
+record with its host: ``May 01 12:34:56 node01 kernel: ``), which dates a line that has no
+stamp of its own, then pytest's ``E       ``.
 
 Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
 ``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
@@ -38,6 +39,15 @@ _COLLECTOR = regex.compile(
 re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw logs
 (``2024-05-01T12:34:56.789012345Z ``). Outermost after a quote; it dates the line when the
 program's own prefixes do not."""
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_SYSLOG = regex.compile(
+    r"(?P<mon>" + "|".join(_MONTHS) + r") {1,2}(?P<d>\d{1,2}) "
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d{1,6}))? "
+    r"(?:(?P<host>[A-Za-z0-9][\w.-]*) (?:kernel|[\w./-]+\[\d+\]): )?(?=.)"
+)
+"""A syslog-style time in front of a line: moreutils ``ts`` (``May 01 12:34:56 ``), or a
+journald / syslog record (``May 01 12:34:56 node01 kernel: ``, ``... node01 python[4242]: ``),
+whose host is the node the line is about."""
 _SRUN = regex.compile(r"(?:P\d+ )?\ *(\d{1,6}): ")
 _PDSH = regex.compile(
     r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)"
@@ -149,6 +159,19 @@ def _prefixed(
     return o
 
 
+_SYSLOG_FIRST = frozenset(m[0] for m in _MONTHS)
+
+
+def _syslog_stamp(m: regex.Match[str]) -> Stamp | None:
+    """The stamp of a ``_SYSLOG`` match (no year: the job's year fills it in)."""
+    month = _MONTHS.index(m["mon"]) + 1
+    day = int(m["d"])
+    if not 1 <= day <= 31:
+        return None
+    micro = int((m["f"] + "000000")[:6]) if m["f"] else 0
+    return Stamp(None, month, day, int(m["h"]), int(m["mi"]), int(m["s"]), micro)
+
+
 def _may(first: frozenset[str], line: str, pos: int) -> bool:
     """Whether a prefix whose first character is one of ``first`` may start at ``pos``."""
     c = line[pos : pos + 1]
@@ -176,7 +199,6 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     level: str | None = None
     stamp: Stamp | None = None
 
-    host: str | None = None
     worker_pid: int | None = None
 
     quote = (_PASTE if quoted else _QUOTE).match(line) if line[:1] == ">" else None
@@ -187,6 +209,13 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     if m:
         collected = parse_iso(m["ts"])
         pos = m.end()
+    host: str | None = None
+    if line[pos : pos + 1] in _SYSLOG_FIRST:
+        m = _SYSLOG.match(line, pos)
+        if m:
+            collected = collected or _syslog_stamp(m)
+            host = m["host"]
+            pos = m.end()
     m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
     if m:
         pos = m.end()

@@ -328,3 +328,29 @@ def test_a_log_collectors_time_is_peeled_and_dates_the_line(
 ) -> None:
     p = split_prefixes(line)
     assert (p.message, p.task, p.rank, p.stamp) == (message, task, rank, stamp)
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "host", "rank", "stamp"),
+    [
+        # moreutils ts
+        ("May 01 12:34:56 RuntimeError: x", "RuntimeError: x", None, None,
+         Stamp(None, 5, 1, 12, 34, 56, 0)),
+        # a journald record of the kernel: its host is the node the line is about
+        ("May  1 12:34:56 node01 kernel: Out of memory: Killed process 4242 (python)",
+         "Out of memory: Killed process 4242 (python)", "node01", None,
+         Stamp(None, 5, 1, 12, 34, 56, 0)),
+        # a journald record of a process, over torch's rank prefix
+        ("Dec 31 23:59:59 gpu-7 python[4242]: [rank3]: Traceback (most recent call last):",
+         "Traceback (most recent call last):", "gpu-7", 3, Stamp(None, 12, 31, 23, 59, 59, 0)),
+        # a program's "word N: " after ts is not a journald host and process
+        ("May 01 12:34:56 iteration 10: loss 2.1", "iteration 10: loss 2.1", None, None,
+         Stamp(None, 5, 1, 12, 34, 56, 0)),
+        ("Mayday 12:00:00 x", "Mayday 12:00:00 x", None, None, None),
+    ],
+)
+def test_a_syslog_style_time_is_peeled_and_a_journald_host_kept(
+    line: str, message: str, host: str | None, rank: int | None, stamp: Stamp | None
+) -> None:
+    p = split_prefixes(line)
+    assert (p.message, p.host, p.rank, p.stamp) == (message, host, rank, stamp)

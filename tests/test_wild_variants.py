@@ -2,13 +2,13 @@
 
 Each real log of ``tests/wild/`` is rewritten line by line as srun ``--label`` prints it, with
 Windows line ends, inside a markdown quote (as a pasted reply quotes it), both, coloured with
-ANSI codes, and behind a log collector's RFC 3339 time (``kubectl logs --timestamps``, GitHub
-Actions). A wrapper adds no information about the failure, so the category and the
-first failing rank must be the plain log's. One exception: an srun label says the job ran
-under SLURM, where other nodes' logs may be missing, so a rank the plain log only assumed
-from a local rank (one node) may become no rank; never another rank. (Prefixes that would
-name another rank or process, or wrap a launcher inside another, are not such wrappers and
-are not tried.)
+ANSI codes, behind a log collector's RFC 3339 time (``kubectl logs --timestamps``, GitHub
+Actions) and behind a syslog-style time (moreutils ``ts``, a journald record). A wrapper adds
+no information about the failure, so the category and the first failing rank must be the
+plain log's. One exception: an srun label says the job ran under SLURM, where other nodes'
+logs may be missing, so a rank the plain log only assumed from a local rank (one node) may
+become no rank; never another rank. (Prefixes that would name another rank or process, or
+wrap a launcher inside another, are not such wrappers and are not tried.)
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ WRAPPERS: dict[str, Callable[[bytes], bytes]] = {
     "ansi": lambda ln: b"\x1b[33m" + ln + b"\x1b[0m",
     "kubectl-timestamps": lambda ln: _collected(b"2024-05-01T12:34:56.789012345Z ", ln),
     "actions-log": lambda ln: _collected(b"2024-05-01T12:34:56.7890123Z ", ln),
+    "moreutils-ts": lambda ln: _collected(b"May 01 12:34:56 ", ln),
+    "journald": lambda ln: _collected(b"May 01 12:34:56 gpu-node-7 python[4242]: ", ln),
 }
 
 
