@@ -35,6 +35,9 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF", "PDF document"),
 )
 GZIP_MAGIC = b"\x1f\x8b"
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+"""A log that starts with one of these is UTF-16 text (PowerShell's ``>`` redirection), not
+binary for all its NUL bytes."""
 SNIFF_BYTES = 4096
 """How much of a file's head is read to tell text from binary."""
 _NUL_RUN = regex.compile(rb"\x00{32,}")
@@ -51,6 +54,9 @@ class LogFile:
     """Path relative to the job directory (what reports show)."""
     size: int
     compressed: bool = False
+    encoding: str | None = None
+    """``utf-16`` for a file that starts with a UTF-16 byte-order mark (PowerShell's ``>``
+    writes UTF-16LE): it is read as UTF-8 text, so offsets count the converted bytes."""
     stream: str | None = None
     """``stdout``/``stderr`` when the name says so, else None (combined)."""
     attempt: int | None = None
@@ -189,6 +195,10 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
         out.problems.append(f"{rel}: cannot read ({exc.strerror or exc}); check its permissions")
         return
     compressed = head.startswith(GZIP_MAGIC)
+    if head.startswith(UTF16_BOMS):
+        lf = _describe(path, rel, st.st_size, False)
+        out.files.append(replace(lf, encoding="utf-16"))
+        return
     if not compressed:
         why = sniff_binary(head)
         if why and looks_like_dump(head, path.name):

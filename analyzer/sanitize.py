@@ -30,6 +30,8 @@ def clean_line(text: str) -> str:
         # Nothing to do: ESC, CSI, CR, LF and every C0/C1 control are unprintable (category
         # Cc), so no branch below would change the text. Most lines take this path.
         return text
+    if text[:1] == "\ufeff":
+        text = text[1:]  # a byte-order mark at the start of a file (saved by a Windows editor)
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
     text = text.rstrip("\r\n")

@@ -61,7 +61,13 @@ class Block:
 
 
 def raw_blocks(lf: LogFile, block_bytes: int) -> Iterator[bytes]:
-    """The file's bytes in reads of ``block_bytes``; gzip is decompressed as a stream."""
+    """The file's bytes in reads of ``block_bytes``; gzip is decompressed as a stream, UTF-16
+    text (``LogFile.encoding``) converted to UTF-8 as it is read."""
+    if lf.encoding:
+        with open(lf.path, encoding=lf.encoding, errors="replace", newline="") as text:
+            while t := text.read(max(1, block_bytes // 2)):
+                yield t.encode("utf-8", errors="replace")
+        return
     with gzip.open(lf.path, "rb") if lf.compressed else open(lf.path, "rb", buffering=0) as fh:
         while b := fh.read(block_bytes):
             yield b

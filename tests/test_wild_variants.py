@@ -8,11 +8,14 @@ no information about the failure, so the category and the first failing rank mus
 plain log's. One exception: an srun label says the job ran under SLURM, where other nodes'
 logs may be missing, so a rank the plain log only assumed from a local rank (one node) may
 become no rank; never another rank. (Prefixes that would name another rank or process, or
-wrap a launcher inside another, are not such wrappers and are not tried.)
+wrap a launcher inside another, are not such wrappers and are not tried.) The same holds for
+a log saved with a UTF-8 byte-order mark, as UTF-16 (PowerShell's redirection) or gzipped.
 """
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -66,3 +69,24 @@ def test_a_wrapped_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -
         if "srun" in name and got[1] is None:
             got = (got[0], plain[1])
         assert got == plain, name
+
+
+ENCODINGS: dict[str, Callable[[bytes], bytes]] = {
+    # a Windows editor's UTF-8 byte-order mark
+    "utf-8-bom": lambda data: codecs.BOM_UTF8 + data,
+    # PowerShell 5's `python train.py > log.txt` writes UTF-16LE with a byte-order mark
+    "utf-16": lambda data: data.decode("utf-8", "replace").encode("utf-16"),
+    "gzip": lambda data: gzip.compress(data),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_a_reencoded_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
+    plain = _verdict(case)
+    for name, encode in ENCODINGS.items():
+        job = tmp_path / name
+        job.mkdir()
+        for src in case.iterdir():
+            if src.is_file() and src.name != "expected.toml":
+                (job / src.name).write_bytes(encode(src.read_bytes()))
+        assert _verdict(job) == plain, name
