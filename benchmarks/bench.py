@@ -80,7 +80,7 @@ class Row:
         return max(getattr(r, attr) for r in self.runs)
 
 
-def _tree_rss_kb(pid: int) -> tuple[int, int]:
+def _tree_memory_kb(pid: int) -> tuple[int, int]:
     """Summed VmRSS (shared pages counted in each process) and summed PSS (shared pages
     counted once) of ``pid`` and its descendants, in KB."""
     rss = pss = 0
@@ -115,7 +115,7 @@ def timed(cmd: list[str], sample: bool = True) -> Run:
 
     def sampler() -> None:
         while not done.wait(0.01):
-            rss, pss = _tree_rss_kb(proc.pid)
+            rss, pss = _tree_memory_kb(proc.pid)
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 
     th = threading.Thread(target=sampler, daemon=True)

@@ -55,17 +55,24 @@ def _verdict(job: Path) -> tuple[str, int | None]:
     return v.category, v.rank
 
 
+def _rewrite(case: Path, job: Path, transform: Callable[[bytes], bytes]) -> Path:
+    """A copy of the case's logs in ``job``, each file's bytes passed through ``transform``."""
+    job.mkdir()
+    for src in case.iterdir():
+        if src.is_file() and src.name != "expected.toml":
+            (job / src.name).write_bytes(transform(src.read_bytes()))
+    return job
+
+
+def _per_line(wrap: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
+    return lambda data: b"\n".join(wrap(ln) if ln else ln for ln in data.split(b"\n"))
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_a_wrapped_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
     plain = _verdict(case)
     for name, wrap in WRAPPERS.items():
-        job = tmp_path / name
-        job.mkdir()
-        for src in case.iterdir():
-            if src.is_file() and src.name != "expected.toml":
-                lines = src.read_bytes().split(b"\n")
-                (job / src.name).write_bytes(b"\n".join(wrap(ln) if ln else ln for ln in lines))
-        got = _verdict(job)
+        got = _verdict(_rewrite(case, tmp_path / name, _per_line(wrap)))
         if "srun" in name and got[1] is None:
             got = (got[0], plain[1])
         assert got == plain, name
@@ -84,9 +91,4 @@ ENCODINGS: dict[str, Callable[[bytes], bytes]] = {
 def test_a_reencoded_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
     plain = _verdict(case)
     for name, encode in ENCODINGS.items():
-        job = tmp_path / name
-        job.mkdir()
-        for src in case.iterdir():
-            if src.is_file() and src.name != "expected.toml":
-                (job / src.name).write_bytes(encode(src.read_bytes()))
-        assert _verdict(job) == plain, name
+        assert _verdict(_rewrite(case, tmp_path / name, encode)) == plain, name
