@@ -321,6 +321,9 @@ def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
         # a time without a zone, or with nothing after it, is not a collector's prefix
         ("2024-05-01T12:34:56 RuntimeError: x", "2024-05-01T12:34:56 RuntimeError: x", None,
          None, None),
+        # over an exception group's margin
+        ("2024-05-01T12:34:56Z   | ValueError: x", "ValueError: x", None, None,
+         Stamp(2024, 5, 1, 12, 34, 56, 0)),
     ],
 )
 def test_a_log_collectors_time_is_peeled_and_dates_the_line(
