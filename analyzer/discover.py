@@ -131,7 +131,9 @@ def _kib(n: int) -> str:
     return f"{n // 1024} KiB" if n >= 1024 else f"{n} bytes"
 
 
-def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
+def _describe(
+    path: Path, rel: str, size: int, compressed: bool, encoding: str | None = None
+) -> LogFile:
     name = path.name[:-3] if compressed else path.name
     parts = rel.split("/")
     stream = None
@@ -162,6 +164,7 @@ def _describe(path: Path, rel: str, size: int, compressed: bool) -> LogFile:
         rel=rel,
         size=size,
         compressed=compressed,
+        encoding=encoding,
         stream=stream,
         attempt=attempt,
         local_rank=local_rank,
@@ -196,8 +199,7 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
         return
     compressed = head.startswith(GZIP_MAGIC)
     if head.startswith(UTF16_BOMS):
-        lf = _describe(path, rel, st.st_size, False)
-        out.files.append(replace(lf, encoding="utf-16"))
+        out.files.append(_describe(path, rel, st.st_size, False, "utf-16"))
         return
     if not compressed:
         why = sniff_binary(head)

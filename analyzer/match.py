@@ -103,13 +103,12 @@ class LineMatcher:
 
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
-        if self.quoted:
+        quoted = self.quoted
+        if quoted or self._line_rest:
+            if not quoted:
+                self._line_rest -= 1
             text = clean_line(decode(raw))
-            return text, split_prefixes(text, True)
-        if self._line_rest:
-            self._line_rest -= 1
-            text = clean_line(decode(raw))
-            return text, split_prefixes(text)
+            return text, split_prefixes(text, quoted)
         got = self._lines.get(raw)
         if got is not None:
             self._line_hits += 1

@@ -234,7 +234,7 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
         if c == " ":
             m = _GROUP.match(line, pos)
             if m:
-                return _prefixed(line[m.end() :], task, stamp=collected, host=host)
+                pos = m.end()
         if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
             pos = 0  # Megatron's own "> " line, not a quote
         return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
