@@ -67,6 +67,9 @@ TAGS: dict[str, str] = {
     "such as the generic exception line: a specific pattern, built-in or user, always wins)",
     "uniform": "every rank hits it alike (the same checkpoint, arguments or code on every "
     "rank): one rank's copy names no culprit unless other ranks are seen without it",
+    "progress": "a line every rank prints every step (Megatron's iteration line): the reader "
+    "keeps only each writer's first and last line and the lines holding the smallest and "
+    "largest of each integer capture (the other lines are counted in `repeats`)",
     "uncatalogued": "an event the reader assembled that no catalog pattern claims (a bare "
     "traceback): lower confidence",
 }

@@ -17,6 +17,7 @@ from analyzer.catalog import (
 )
 from analyzer.categories import CATEGORIES, ROLES
 from analyzer.prefixes import split_prefixes
+from analyzer.sanitize import MAX_LINE_CHARS
 
 FAMILIES = (
     "nccl",
@@ -375,6 +376,54 @@ def test_catastrophic_user_regex_is_disabled_not_hung(tmp_path):
     assert all(pm.pattern.id != p.id for pm in cat.match_all(evil))
     assert p.search("aaaa") is None
     assert time.monotonic() - start < 5
+
+
+def _adversarial(example: str, needles: tuple[str, ...]) -> list[str]:
+    """Lines of ``MAX_LINE_CHARS`` that make a backtracking regex slow: the example again and
+    again, its first half again and again (a match that almost succeeds everywhere), a needle
+    before the example's tail repeated, and a needle beside a run of one character of the
+    example (``\\S+``, ``.*?`` and ``[^:]+`` scanning to the end from every position)."""
+    n = MAX_LINE_CHARS
+    msg = split_prefixes(example).message or example
+    half = msg[: max(1, len(msg) // 2)]
+    out = [(msg * (n // len(msg) + 1))[:n], (half * (n // len(half) + 1))[:n]]
+    tail = msg[len(msg) // 2 :] or msg
+    for nd in needles:
+        out.append((nd + tail * (n // len(tail) + 1))[:n])
+    nd = needles[0]
+    for c in sorted(set(msg)):
+        out += [(nd + " " + c * n)[:n], c * (n - len(nd)) + nd]
+    return out
+
+
+def test_builtin_regexes_do_not_backtrack(catalog):
+    """Built-in patterns search without a time limit (``catalog.USER_TIMEOUT_S``: the limit
+    costs most of a search), so each must stay fast on the worst line the reader hands it:
+    ``MAX_LINE_CHARS`` of text built to make ``\\S+:``, ``.*?`` chains and optional groups
+    retry from every position. Before this test, two built-in regexes ran past 2 s on such a
+    line (and were switched off for the rest of the run), four more took 0.2-0.5 s."""
+    slow = []
+    for p in catalog.patterns:
+        for ex in p.examples:
+            for line in _adversarial(ex.line, p.needles):
+                start = time.perf_counter()
+                try:
+                    p.regex.search(line, timeout=2.0)
+                except TimeoutError:
+                    slow.append((p.id, "> 2 s", line[:60]))
+                    break
+                took = time.perf_counter() - start
+                if took > 0.25:
+                    slow.append((p.id, f"{took:.2f} s", line[:60]))
+    assert not slow, slow
+
+
+def test_builtin_patterns_search_without_time_limit(catalog):
+    """A built-in pattern is never switched off by a slow line; a user pattern is."""
+    p = catalog.by_id["megatron.ctx.iteration"]
+    assert not p.user
+    assert p.search(" iteration      10/     100 | consumed samples:          320 |")
+    assert p.disabled_reason is None
 
 
 # --------------------------------------------------------------------------------------------

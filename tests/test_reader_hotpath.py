@@ -54,13 +54,13 @@ def test_prefixes_after_the_early_exit(line: str, message: str, task: int | None
 
 
 def _reference(values: list[dict[str, str]], keep: int) -> tuple[set[int], int]:
-    """The documented bound, written plainly: the first and last ``keep`` items, and past the
-    first ``keep`` the first item holding the smallest and the largest value of each capture
-    that is an integer; the rest counted on the last of the first ``keep``."""
+    """The documented bound, written plainly: the first and last ``keep`` items, and the first
+    item holding the smallest and the largest value of each capture that is an integer; the
+    rest counted on the last of the first ``keep``."""
     n = len(values)
     kept = set(range(min(keep, n))) | set(range(max(keep, n - keep), n))
     best: dict[tuple[str, bool], tuple[int, int]] = {}
-    for i in range(keep, n):
+    for i in range(n):
         for k, v in values[i].items():
             if not v.isdecimal():
                 continue
@@ -183,9 +183,9 @@ def test_repeated_context_facts_are_one_event_with_their_count() -> None:
 
     a, b = {"comm_rank": "3", "nranks": "8"}, {"comm_rank": "0", "nranks": "2"}
     seq = [a] * 33 + [b] + [a] * 5
-    # The symptom keeps its first and last 8 and the extremes (line 9: the first value past
-    # the first 8; line 34: the smallest).
-    ends = [*range(1, 10), *range(32, 40)]
+    # The symptom keeps its first and last 8 and the extremes (line 1 holds the largest
+    # values from the start; line 34, among the last 8, the smallest).
+    ends = [*range(1, 9), *range(32, 40)]
     for pat, kept in ((Ctx, [1, 34, 35]), (Sym, ends), (Field, ends)):
         bound = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1))
         for i, f in enumerate(seq, 1):
@@ -195,6 +195,28 @@ def test_repeated_context_facts_are_one_event_with_their_count() -> None:
         assert sum(e.repeats for e in evs) == len(seq)
         if pat is Ctx:
             assert [e.repeats for e in evs] == [33, 1, 5]
+
+
+def test_a_progress_line_keeps_its_first_last_and_extremes() -> None:
+    """Megatron's iteration line (tag ``progress``), every step on every rank: one writer
+    keeps its first and last line and the holders of each integer capture's extremes, never
+    the first and last 8; the count stays exact. A restart that went back keeps the highest
+    iteration."""
+
+    class Progress:
+        id = "megatron.ctx.iteration"
+        role = "context"
+        regex = SimpleNamespace(groupindex={"iteration": 1, "loss": 2})
+        tags = frozenset({"progress"})
+
+    its = [*range(1, 101), *range(60, 81)]  # 1..100, then a restart from 60 to 80
+    bound = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1))
+    for i, it in enumerate(its, 1):
+        bound.offer(("w",), Progress, {"iteration": str(it), "loss": "2.5"}, i, i * 10, i)
+    evs = bound.events()
+    assert [e.i for e in evs] == [1, 100, len(its)]  # first (lowest), highest, last
+    assert sum(e.repeats for e in evs) == len(its)
+    assert evs[0].repeats == len(its) - 2
 
 
 def test_a_context_repeat_at_the_end_replaces_the_last_kept_line() -> None:
