@@ -117,6 +117,11 @@ class Prefixed:
 _DIGITS = frozenset("0123456789")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _SRUN_FIRST = _DIGITS | {"P", " "}
+_AFTER_SPACES = _DIGITS | {"|", "+"}
+"""What may follow the leading spaces of a line that has a prefix: srun's task number
+(``  3: ``), an exception group's margin (``  | ``, ``  + ``); any other character means no
+prefix at all (``regex``'s ``\d`` also matches other Unicode digits: from ``\x80`` up the
+line takes the long way)."""
 _PDSH_FIRST = _DIGITS | _LETTERS
 _PYLOG_FIRST = frozenset("VIWEFC")
 _BASIC_FIRST = frozenset("DIWEC")
@@ -194,6 +199,13 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message.
     ``quoted``: the line is from a quoted paste (``quoted_paste``), so a leading ``> `` is
     always the quote, whatever follows it."""
+    if line[:1] == " ":
+        # An indented line (Megatron's `` [time] iteration …``, a traceback's frames) carries
+        # a prefix only when the spaces lead to srun's task number (``  3: ``) or to an
+        # exception group's margin (``  | ``, ``  + ``); otherwise nothing can be peeled.
+        c = line.lstrip(" ")[:1]
+        if c and c not in _AFTER_SPACES and c < "\x80":
+            return _prefixed(line)
     pos = 0
     task = local_rank = rank = pid = None
     level: str | None = None

@@ -46,6 +46,14 @@ def test_fast_prefixed_is_the_dataclass() -> None:
         ("  3: [rank5]: x", "x", 3),
         ("  3: W0731 10:50:07.575000 3247964 api.py:897] x", "x", 3),
         ("  3: \u0663: x", "\u0663: x", 3),
+        # An indented line: no prefix unless the spaces lead to a task number or a margin.
+        ('    File "a.py", line 3, in f', '    File "a.py", line 3, in f', None),
+        ("  12: x", "x", 12),
+        (" \u0663: x", "x", 3),  # a Unicode digit is a digit to ``regex``'s \\d
+        ("    | ValueError: boom", "ValueError: boom", None),
+        ("  + Exception Group Traceback (most recent call last):",
+         "Exception Group Traceback (most recent call last):", None),
+        ("   ", "   ", None),
     ],
 )
 def test_prefixes_after_the_early_exit(line: str, message: str, task: int | None) -> None:
