@@ -120,7 +120,7 @@ _SRUN_FIRST = _DIGITS | {"P", " "}
 _AFTER_SPACES = _DIGITS | {"|", "+"}
 """What may follow the leading spaces of a line that has a prefix: srun's task number
 (``  3: ``), an exception group's margin (``  | ``, ``  + ``); any other character means no
-prefix at all (``regex``'s ``\d`` also matches other Unicode digits: from ``\x80`` up the
+prefix at all (``regex``'s ``\\d`` also matches other Unicode digits: from ``\\x80`` up the
 line takes the long way)."""
 _PDSH_FIRST = _DIGITS | _LETTERS
 _PYLOG_FIRST = frozenset("VIWEFC")
