@@ -10,6 +10,7 @@ import pytest
 
 from analyzer.catalog import (
     CatalogError,
+    Pattern,
     builtin_dir,
     check_pattern,
     cross_claims,
@@ -402,19 +403,25 @@ def test_builtin_regexes_do_not_backtrack(catalog):
     ``MAX_LINE_CHARS`` of text built to make ``\\S+:``, ``.*?`` chains and optional groups
     retry from every position. Before this test, two built-in regexes ran past 2 s on such a
     line (and were switched off for the rest of the run), four more took 0.2-0.5 s."""
+    def took(p: Pattern, line: str) -> float:
+        start = time.perf_counter()
+        p.regex.search(line, timeout=2.0)
+        return time.perf_counter() - start
+
     slow = []
     for p in catalog.patterns:
         for ex in p.examples:
             for line in _adversarial(ex.line, p.needles):
-                start = time.perf_counter()
                 try:
-                    p.regex.search(line, timeout=2.0)
+                    # The slowest built-in takes 0.1 s here; a busy machine gets three tries.
+                    t = took(p, line)
+                    if t > 0.25:
+                        t = min(t, took(p, line), took(p, line))
                 except TimeoutError:
                     slow.append((p.id, "> 2 s", line[:60]))
                     break
-                took = time.perf_counter() - start
-                if took > 0.25:
-                    slow.append((p.id, f"{took:.2f} s", line[:60]))
+                if t > 0.25:
+                    slow.append((p.id, f"{t:.2f} s", line[:60]))
     assert not slow, slow
 
 
