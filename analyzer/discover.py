@@ -93,12 +93,13 @@ def sniff_binary(head: bytes) -> str | None:
         return "Python pickle (e.g. a flight-recorder dump or checkpoint)"
     # A node that dies mid-write can leave a block of NUL bytes in a log (the filesystem
     # zero-fills what was allocated but never written): long NUL runs say nothing.
-    head = _NUL_RUN.sub(b"", head)
+    if b"\x00" in head:
+        head = _NUL_RUN.sub(b"", head)
     if not head:
         return None
     nul = head.count(b"\x00")
     ctrl = len(head.translate(None, _NOT_CONTROL)) - nul  # C0 controls but \t\n\v\f\r, ESC
-    invalid = _invalid_utf8(head)
+    invalid = 0 if head.isascii() else _invalid_utf8(head)  # ASCII is valid UTF-8
     n = len(head)
     if nul > n // 8 or ctrl > n * 3 // 10:
         return "binary content"

@@ -135,10 +135,10 @@ def collect_facts(rows: list[Event]) -> JobFacts:
         if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
             major, minor = cc.split(".")
             f.values["sm"] = int(major) * 10 + int(minor[:1])
-        text = r.message or ""
-        m = _SM.search(text)
-        if m and "sm" not in f.values:
-            f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
+        if "sm" not in f.values:
+            m = _SM.search(r.message or "")
+            if m:
+                f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
     f.checkpoint_saving = saving
     gen, sm = gpu_generation(f.values.get("gpu_name"), f.values.get("sm"))
     if gen:
