@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -84,8 +85,42 @@ def unavailable_reason() -> str | None:
     return None
 
 
+_PORTS = random.Random()
+"""Picks ports for the cluster and the jobs (seeded from the OS: parallel harnesses differ)."""
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ``bind(0)`` and outgoing connections (Linux's default if unknown)."""
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A TCP port that nothing listens on right now."""
+    """A TCP port that nothing listens on right now, outside the kernel's ephemeral range.
+
+    A port from ``bind(0)`` goes back to the ephemeral pool when it is closed, and the next
+    outgoing connection (srun's, slurmstepd's, an agent's) may take it before the job's
+    TCPStore listens on it: ``EADDRINUSE`` on the master port, a job that fails on its own
+    (seen once in CI, in the user-scancel scenario). Ports below the range are never handed
+    out that way."""
+    lo, hi = _ephemeral_range()
+    if lo - 10_000 >= 1024:
+        pool = range(lo - 10_000, lo - 1)  # the port after it too is free of the range
+    elif 65_535 - hi >= 2_000:
+        pool = range(hi + 1, 65_534)
+    else:
+        pool = range(0)
+    for _ in range(200 if pool else 0):
+        port = _PORTS.choice(pool)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -118,3 +118,18 @@ def test_missing_slurm_gives_a_skip_reason(monkeypatch: pytest.MonkeyPatch) -> N
     assert reason is not None and "not installed" in reason
     with pytest.raises(cluster.ClusterUnavailable, match="not installed"):
         cluster.start_cluster()
+
+
+def test_free_ports_stay_out_of_the_ephemeral_range() -> None:
+    """A port from bind(0) can be handed to srun's next outgoing connection before the job's
+    TCPStore listens on it (EADDRINUSE in CI): the harness picks ports below the range."""
+    import socket
+
+    from harness.cluster import _ephemeral_range, free_port
+
+    lo, hi = _ephemeral_range()
+    ports = {free_port() for _ in range(20)}
+    assert all(not lo <= p <= hi and not lo <= p + 1 <= hi for p in ports), ports
+    for p in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", p))  # nothing listens there
