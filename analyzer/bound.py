@@ -19,8 +19,7 @@ Tagged context lines (a ChildFailedError block's fields) are structure and stay 
 
 A ``progress`` line (tag ``progress``: Megatron's iteration line, printed by every rank every
 step) is folded harder: ``KEEP_PROGRESS`` at each end (its first and last line) and the
-extremes. On the hit-dense benchmark job this keeps 24,300 events instead of 39,700, and the
-work after reading shrinks with them.
+extremes.
 """
 
 from __future__ import annotations
@@ -101,16 +100,30 @@ class RepeatBound:
         self._groups: dict[Hashable, _Group] = {}
         self._touched: list[_Group] = []
         """Groups past their first ``keep`` that got items since the last :meth:`settle`."""
-        self._ident: dict[str, tuple[str, ...]] = {}
+        self._kinds: dict[str, tuple[tuple[str, ...], bool, int]] = {}
+        """Per pattern id, what its lines' groups need (see :meth:`_kind`)."""
+
+    def _kind(self, pattern: Any) -> tuple[tuple[str, ...], bool, int]:
+        """(identity captures, whether its lines are facts that repeat, lines kept at each
+        end of its groups) of a pattern, worked out once per pattern. A tagged context line is
+        structure (a ChildFailedError block's fields) that code reads line by line, never a
+        repeated fact, unless its tag is ``progress``."""
+        kind = self._kinds.get(pattern.id)
+        if kind is None:
+            groups = getattr(pattern.regex, "groupindex", {})
+            names = tuple(sorted(n for n in groups if n in IDENTITY_CAPTURES))
+            tags = pattern.tags
+            progress = "progress" in tags
+            kind = self._kinds[pattern.id] = (
+                names,
+                pattern.role == "context" and (not tags or progress),
+                KEEP_PROGRESS if progress else self.keep,
+            )
+        return kind
 
     def key(self, writer: Hashable, pattern: Any, role: str, fields: dict[str, str]) -> Hashable:
         """The group of an event: writer, pattern, role and the identity captures."""
-        names = self._ident.get(pattern.id)
-        if names is None:
-            groups = getattr(pattern.regex, "groupindex", {})
-            names = self._ident[pattern.id] = tuple(
-                sorted(n for n in groups if n in IDENTITY_CAPTURES)
-            )
+        names = self._kind(pattern)[0]
         if not names:
             return (writer, pattern.id, role)
         return (writer, pattern.id, role, *[fields.get(n) for n in names])
@@ -126,25 +139,14 @@ class RepeatBound:
     ) -> None:
         """``add(key(writer, pattern, pattern.role, fields), Item(line, offset, fields,
         args))``: one matched line, in one call (the reader's hot path)."""
-        names = self._ident.get(pattern.id)
-        if names is None:
-            self.key(writer, pattern, pattern.role, fields)
-            names = self._ident[pattern.id]
+        kind = self._kinds.get(pattern.id) or self._kind(pattern)
+        names, context, keep = kind
         role = pattern.role
         if names:
             key: Hashable = (writer, pattern.id, role, *[fields.get(n) for n in names])
         else:
             key = (writer, pattern.id, role)
-        # A fact repeats; a tagged context line is structure (a ChildFailedError block's
-        # fields) that code reads line by line.
-        tags = pattern.tags
-        progress = "progress" in tags
-        self.add(
-            key,
-            Item(line, offset, fields, args),
-            role == "context" and (not tags or progress),
-            KEEP_PROGRESS if progress else None,
-        )
+        self.add(key, Item(line, offset, fields, args), context, keep)
 
     def add(
         self, key: Hashable, item: Item, context: bool = False, keep: int | None = None

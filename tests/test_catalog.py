@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.catalog import (
+    USER_TIMEOUT_S,
     CatalogError,
     Pattern,
     builtin_dir,
@@ -426,11 +427,29 @@ def test_builtin_regexes_do_not_backtrack(catalog):
 
 
 def test_builtin_patterns_search_without_time_limit(catalog):
-    """A built-in pattern is never switched off by a slow line; a user pattern is."""
-    p = catalog.by_id["megatron.ctx.iteration"]
-    assert not p.user
-    assert p.search(" iteration      10/     100 | consumed samples:          320 |")
-    assert p.disabled_reason is None
+    """A built-in pattern searches with no time limit and is never switched off; a user
+    pattern searches under ``USER_TIMEOUT_S`` and is switched off when it runs out."""
+    import dataclasses
+
+    class Slow:
+        """A regex whose every search runs out of any time limit it is given."""
+
+        def __init__(self) -> None:
+            self.limits: list[float | None] = []
+
+        def search(self, message: str, timeout: float | None = None) -> str | None:
+            self.limits.append(timeout)
+            if timeout is not None:
+                raise TimeoutError
+            return message
+
+    base = catalog.by_id["megatron.ctx.iteration"]
+    builtin = dataclasses.replace(base, regex=Slow())
+    user = dataclasses.replace(base, regex=Slow(), user=True)
+    assert builtin.search("x") == "x" and builtin.search("y") == "y"
+    assert builtin.regex.limits == [None, None] and builtin.disabled_reason is None
+    assert user.search("x") is None and user.search("y") is None
+    assert user.regex.limits == [USER_TIMEOUT_S] and user.disabled_reason
 
 
 # --------------------------------------------------------------------------------------------
