@@ -106,8 +106,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         cause="IndexError on rank 1 (node 0, local rank 1) at iteration 4",
         must_contain=(
             r"\[default1\]:\[rank1\]: IndexError: index \d+ is out of bounds",
-            # The lowest local rank already gone when torchrun polls (see unknown-loader-fatal).
-            r"failed \(exitcode: 1\) local_rank: [01] \(pid: \d+\) of binary: ",
+            r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\) of binary: ",
         ),
         expected_state="FAILED",
         output="split",
@@ -329,10 +328,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "no catalog pattern knows, found as a rank-level candidate",
         must_contain=(
             r"shardio: FATAL: corrupt record header in /data/tokens/train-\d+\.bin at offset \d+",
-            # torchrun names the lowest local rank among the workers already gone when it
-            # polls: rank 1 alone, or rank 0 too when its gloo error got it out first (a race
-            # a busy machine loses; the diagnosis must name rank 1 either way).
-            r"failed \(exitcode: 1\) local_rank: [01] \(pid: \d+\) of binary: ",
+            r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\) of binary: ",
         ),
         expected_state="FAILED",
         output="combined",
