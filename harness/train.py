@@ -26,6 +26,9 @@ iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
 ``size-smaller``      one rank all-reduces an empty loss tensor instead of 1 element
 ``size-huge``         one rank all-reduces 1000 elements instead of 1: its ring neighbour
                       aborts in gloo's I/O thread (``gloo::EnforceNotMet``, SIGABRT)
+``loader-fatal``      one rank's data-loading library (a made-up ``shardio``, not in the
+                      catalog) prints one fatal line on stderr and exits 1: no exception, no
+                      traceback; the others then fail in their collectives
 
 Flight Recorder (``TORCH_FR_DUMP_TEMP_FILE`` set, e.g. ``$JOB_DIR/fr/gloo_trace_rank_``): gloo
 records every collective but never dumps by itself, so the script writes
@@ -35,9 +38,12 @@ in a sibling ``<dir>-json``) with
 torchrun, and from a watchdog thread once no iteration finished for ``MCORE_FR_WATCHDOG_S``
 seconds. After a collective's exception it waits ``MCORE_FR_EXIT_GRACE`` seconds (default 8)
 before exiting, as NCCL's watchdog waits for the other ranks' dumps.
-``loader-fatal``      one rank's data-loading library (a made-up ``shardio``, not in the
-                      catalog) prints one fatal line on stderr and exits 1: no exception, no
-                      traceback; the others then fail in their collectives
+
+Without Flight Recorder, a rank whose collective fails prints its error at once and exits 1
+``MCORE_EXIT_GRACE`` seconds later (default 3). Gloo tells a rank at once that its peer is gone,
+where an NCCL rank waits in its collective until the watchdog; exiting at once would race the
+faulty rank's own exit, and torchrun, which names the lowest local rank among the failures of
+one poll, could name the victim.
 """
 
 from __future__ import annotations
@@ -454,7 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TORCH_FR_DUMP_TEMP_FILE"):
             fr_dump(f"collective failed: {type(exc).__name__}")
             time.sleep(float(os.environ.get("MCORE_FR_EXIT_GRACE", "8")))
-        raise
+            raise
+        # the error now (through torch's excepthook: the same [rankN]: lines), the exit later
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        sys.stderr.flush()
+        time.sleep(float(os.environ.get("MCORE_EXIT_GRACE", "3")))
+        return 1
     print_datetime(f"exiting program at iteration {args.train_iters}")
     dist.destroy_process_group()
     return 0

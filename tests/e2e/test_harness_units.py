@@ -133,3 +133,38 @@ def test_free_ports_stay_out_of_the_ephemeral_range() -> None:
     for p in ports:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", p))  # nothing listens there
+
+
+def test_a_victim_of_a_lost_peer_exits_after_the_faulty_rank(tmp_path: Path) -> None:
+    """Gloo tells rank 0 at once that rank 1 died; if it exited at once, torchrun could catch
+    both exits in one poll and name local rank 0 (the lowest), not the faulty rank 1. The
+    victim prints its error, lingers, and is SIGTERMed by torchrun (real torchrun, two CPU
+    workers, no SLURM). Torchrun polls every 1.5 s here, so both would be gone by its first
+    look if the victim did not linger (the CI flake, made certain)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    from harness.cluster import free_port
+
+    env = dict(os.environ, MCORE_FAULT="loader-fatal", MCORE_FAULT_RANK="1", MCORE_FAULT_ITER="2")
+    env.pop("TORCH_FR_DUMP_TEMP_FILE", None)
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+        "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+        "--monitor-interval", "1.5",
+        str(REPO / "harness" / "train.py"), "--train-iters", "3", "--iter-sleep", "0",
+    ]  # fmt: skip
+    run = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out[-3000:]
+    assert "shardio: FATAL: corrupt record header" in out
+    assert re.search(r"\[rank0\]: RuntimeError: .*(?:closed|reset) by peer", out), out[-3000:]
+    assert re.search(r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\)", out), out[-3000:]
+    # the victim was still there when torchrun tore the group down
+    assert re.search(
+        r"rank\s+: 0 \(local_rank: 0\)\n\s+exitcode\s+: -15 \(pid: \d+\)", out
+    ), out[-3000:]
