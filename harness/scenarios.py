@@ -313,6 +313,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             "MCORE_FAULT_RANK": "0",
             "MCORE_FAULT_ITER": "3",
             "LOGLEVEL": "INFO",
+            # Both agents must restart within seconds of each other (static rendezvous): the
+            # victims exit at once, as when this was recorded. No victim can be named before
+            # the faulty rank here: it is local rank 0.
+            "MCORE_EXIT_GRACE": "0",
         },
         max_seconds=180,
     ),
