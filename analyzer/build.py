@@ -233,7 +233,7 @@ class EventBuilder:
             and not _UNPRINTABLE.search(joined)
             and _START_BYTES not in joined
         ):
-            texts = [ln.decode() for ln in lines]
+            texts = joined.decode().split("\n")
         if not texts or not all_bare_indented(texts):
             for t, s in enumerate(rest, k):
                 self._candidate(blk, s)

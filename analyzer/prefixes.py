@@ -124,7 +124,7 @@ _AFTER_SPACES = _DIGITS | {"|", "+"}
 prefix at all (``regex``'s ``\\d`` also matches other Unicode digits: from ``\\x80`` up the
 line takes the long way)."""
 _BARE_INDENT = regex.compile(r" +[^ 0-9|+\x80-\U0010ffff]")
-"""An indented line whose spaces lead to no prefix (``_AFTER_SPACES``, nothing from ``\x80``
+"""An indented line whose spaces lead to no prefix (``_AFTER_SPACES``, nothing from ``\\x80``
 up): ``split_prefixes`` peels nothing off it."""
 _PDSH_FIRST = _DIGITS | _LETTERS
 _PYLOG_FIRST = frozenset("VIWEFC")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import analyzer.build as build
 from analyzer.bound import Item, RepeatBound, _first_extremes
-from analyzer.catalog import load_catalog
+from analyzer.catalog import Catalog, load_catalog
 from analyzer.discover import discover
 from analyzer.prefixes import all_bare_indented, split_prefixes
 from analyzer.scan import FileScanner
@@ -90,11 +91,13 @@ def _log(rnd: random.Random) -> str:
     return "\n".join(out) + rnd.choice(["\n", ""])
 
 
-def _events(path: Path, min_run: int, block: int | None) -> list[dict[str, object]]:
+def _events(
+    path: Path, min_run: int, block: int | None, cat: Catalog = _CAT
+) -> list[dict[str, object]]:
     build.FOLD_MIN_RUN = min_run
     try:
         lf = discover([path]).files[0]
-        scan = FileScanner(_CAT, block_bytes=block).scan(lf)
+        scan = FileScanner(cat, block_bytes=block).scan(lf)
     finally:
         build.FOLD_MIN_RUN = 4
     return [dataclasses.asdict(e) for e in scan.events]
@@ -136,6 +139,25 @@ def test_a_long_run_is_folded_into_its_first_last_and_extremes(tmp_path: Path) -
     its = [int(str(e["fields"]["iteration"])) for e in folded]  # type: ignore[index]
     assert its == [1, 299, 250]
     assert sum(int(str(e["repeats"])) for e in folded) == 400
+
+
+def test_a_traceback_start_in_a_run_is_read_as_one(tmp_path: Path) -> None:
+    """With a catalog whose only needle is the progress pattern's (a user file can replace
+    the pattern that owns ``Traceback (most recent call last):``), a traceback's first line
+    may sit in a run of progress lines: it opens the traceback, and the indented iteration
+    lines after it are the traceback's, not progress events."""
+    rnd = random.Random(3)
+    it = _CAT.by_id["megatron.ctx.iteration"]
+    cat = Catalog([it], ["test"])
+    lines = [_iteration(rnd, i, healthy=True) for i in range(1, 6)]
+    lines += [" Traceback (most recent call last): | consumed samples: 3"]
+    lines += [_iteration(rnd, i, healthy=True) for i in range(6, 11)]
+    lines += ["ValueError: boom"] + [_iteration(rnd, i, healthy=True) for i in range(11, 16)]
+    path = tmp_path / "stdout.log"
+    path.write_text("\n".join(lines) + "\n")
+    plain = _events(path, OFF, None, cat)
+    assert any(e["pattern_id"] == "python.traceback" for e in plain)
+    assert _events(path, 1, None, cat) == plain
 
 
 def _real_logs() -> list[Path]:
@@ -186,64 +208,66 @@ def test_bare_indent_check_agrees_with_split_prefixes(line: str) -> None:
     )
 
 
+class _Progress:
+    id = "p"
+    role = "context"
+    regex = None
+    tags = frozenset({"progress"})
+
+
+_NAMES = (("iteration", 0), ("loss", 1), ("at", 2))
+
+
+def _fields(row: tuple[str | None, ...]) -> dict[str, str]:
+    return {n: v for (n, i) in _NAMES if (v := row[i])}
+
+
+def _kept(rows: list[tuple[str | None, ...]], batches: list[int]) -> list[tuple[int, int]]:
+    """(row, repeats) of the events kept when the first row is offered and the others are
+    folded in batches of the given sizes."""
+    bound = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1))
+    bound.offer(("w",), _Progress, _fields(rows[0]), 1, 0, 0)
+    at = 1
+    for size in batches:
+        g = bound.group((("w",), "p", "context"))
+        assert g is not None and len(g.first) == g.keep == 1
+
+        def make(need: list[int], base: int = at) -> dict[int, Item]:
+            return {
+                r: Item(base + r + 1, base + r, _fields(rows[base + r]), base + r) for r in need
+            }
+
+        bound.fold(g, rows[at : at + size], _NAMES, make)
+        at += size
+    assert at == len(rows)
+    return [(e.i, e.repeats) for e in bound.events()]
+
+
 @pytest.mark.parametrize("seed", range(30))
-def test_bound_fold_is_add_one_by_one(seed: int) -> None:
-    """``RepeatBound.fold`` against ``add`` line by line: the same kept lines and counts."""
+def test_bound_fold_is_offer_one_by_one(seed: int) -> None:
+    """``RepeatBound.fold`` in random batches against ``offer`` line by line: the same kept
+    lines and counts (integers, other values and missing captures mixed in each column)."""
     rnd = random.Random(seed)
-    names = (("iteration", 0), ("loss", 1), ("at", 2))
     rows = [
         (
             rnd.choice([str(rnd.randrange(0, 30)), None]),
             rnd.choice(["2.5", "7", None, "12"]),
             rnd.choice(["12:00", None]),
         )
-        for _ in range(rnd.randrange(1, 40))
+        for _ in range(rnd.randrange(2, 40))
     ]
-
-    def fields(r: tuple[str | None, ...]) -> dict[str, str]:
-        return {n: v for (n, i) in names if (v := r[i])}
-
-    class P:
-        id = "p"
-        role = "context"
-        regex = None
-        tags = frozenset({"progress"})
-
-    def run(batches: list[int]) -> list[tuple[int, int]]:
-        bound = RepeatBound(lambda args: type("E", (), {"i": args, "repeats": 1})())
-        head = rnd_head
-        for i in range(head):
-            bound.offer(("w",), P, fields(rows[i]), i + 1, i, i)
-        at = head
-        for size in batches:
-            part = rows[at : at + size]
-            if not part:
-                continue
-            g = bound.group((("w",), "p", "context"))
-            assert g is not None and len(g.first) == g.keep == 1
-            base = at
-
-            def make(need: list[int], base: int = base) -> dict[int, Item]:
-                return {
-                    r: Item(base + r + 1, base + r, fields(rows[base + r]), base + r) for r in need
-                }
-
-            bound.fold(g, part, names, make)
-            at += size
-        return [(e.i, e.repeats) for e in bound.events()]
-
-    rnd_head = 1
-    one_by_one = run([1] * len(rows))
+    ref = RepeatBound(lambda args: SimpleNamespace(i=args, repeats=1))
+    for i, r in enumerate(rows):
+        ref.offer(("w",), _Progress, _fields(r), i + 1, i, i)
+    one_by_one = [(e.i, e.repeats) for e in ref.events()]
     sizes = []
     left = len(rows) - 1
     while left > 0:
         sizes.append(rnd.randrange(1, left + 1))
         left -= sizes[-1]
-    assert run(sizes) == one_by_one
-    ref = RepeatBound(lambda args: type("E", (), {"i": args, "repeats": 1})())
-    for i, r in enumerate(rows):
-        ref.offer(("w",), P, fields(r), i + 1, i, i)
-    assert [(e.i, e.repeats) for e in ref.events()] == one_by_one
+    assert _kept(rows, sizes) == one_by_one
+    assert _kept(rows, [1] * (len(rows) - 1)) == one_by_one
+    assert _kept(rows, [len(rows) - 1]) == one_by_one
 
 
 def test_first_extremes_skips_what_is_not_an_integer() -> None:
