@@ -25,14 +25,13 @@ extremes.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any
 
 KEEP = 8
 """Events kept at each end of a group."""
 KEEP_PROGRESS = 1
-"""Events kept at each end of a ``progress`` pattern's group (first, last; extremes apart).
-:meth:`RepeatBound.fold` relies on it being 1: the last line is then the whole tail."""
+"""Events kept at each end of a ``progress`` pattern's group (first, last; extremes apart)."""
 IDENTITY_CAPTURES = frozenset(
     {
         "addr",
@@ -181,66 +180,6 @@ class RepeatBound:
             self._touched.append(g)
         self._extremes(g, item)
 
-    def identity(self, pattern: Any) -> tuple[str, ...]:
-        """The identity captures of ``pattern`` (part of its groups' keys)."""
-        return self._kind(pattern)[0]
-
-    def group(self, key: Hashable) -> _Group | None:
-        """The group of ``key``, if it has had a line."""
-        return self._groups.get(key)
-
-    def fold(
-        self,
-        g: _Group,
-        rows: Sequence[tuple[str | None, ...]],
-        names: Iterable[tuple[str, int]],
-        make: Callable[[list[int]], dict[int, Item]],
-    ) -> None:
-        """Add many matched lines to ``g`` at once, as :meth:`add` would one by one: ``g`` is
-        past its first lines and keeps one line at the end (``KEEP_PROGRESS``); ``rows`` are
-        the lines' regex groups in file order, ``names`` the capture names and their index in
-        a row. Only the lines left holding something (the last one, a new extreme) become
-        items: ``make(sorted row indexes)`` builds them."""
-        his, los = g.hi, g.lo
-        new: dict[str, tuple[tuple[int, int] | None, tuple[int, int] | None]] = {}
-        for name, gi in names:
-            col = [r[gi] for r in rows]
-            if None not in col and all(map(str.isdecimal, col)):  # type: ignore[arg-type]
-                ints = list(map(int, col))  # type: ignore[arg-type]
-                hv, lv = max(ints), min(ints)
-                vals = [(hv, ints.index(hv)), (lv, ints.index(lv))]
-            elif not any(map(str.isdecimal, filter(None, col))):
-                continue  # never an integer here (a loss, a time)
-            else:
-                vals = _first_extremes(col)
-            (hv, hi_at), (lv, lo_at) = vals
-            hi = his.get(name)
-            if hi is None:  # the first values of ``name``: both ends from this batch
-                new[name] = ((hv, hi_at), (lv, lo_at))
-            else:
-                new[name] = (
-                    (hv, hi_at) if hv > hi[0] else None,
-                    (lv, lo_at) if lv < los[name][0] else None,
-                )
-        last = len(rows) - 1
-        need = {last}
-        for h, lo in new.values():
-            if h is not None:
-                need.add(h[1])
-            if lo is not None:
-                need.add(lo[1])
-        items = make(sorted(need))
-        g.n += len(rows)
-        g.tail.append(items[last])
-        if not g.touched:
-            g.touched = True
-            self._touched.append(g)
-        for name, (h, lo) in new.items():
-            if h is not None:
-                his[name] = (h[0], items[h[1]])
-            if lo is not None:
-                los[name] = (lo[0], items[lo[1]])
-
     @staticmethod
     def _extremes(g: _Group, item: Item) -> None:
         """Make ``item`` its group's holder of each integer capture it holds a new extreme of."""
@@ -298,23 +237,6 @@ class RepeatBound:
         self._touched = []
         self._build = _finished
         return evs
-
-
-def _first_extremes(col: Sequence[str | None]) -> list[tuple[int, int]]:
-    """[(largest, index of its first row), (smallest, index of its first row)] of a column's
-    decimal values (some rows have none, or another kind of value)."""
-    hi = lo = None
-    for i, v in enumerate(col):
-        if v and v.isdecimal():
-            iv = int(v)
-            if hi is None or lo is None:
-                hi = lo = (iv, i)
-            elif iv > hi[0]:
-                hi = (iv, i)
-            elif iv < lo[0]:
-                lo = (iv, i)
-    assert hi is not None and lo is not None
-    return [hi, lo]
 
 
 def _finished(_args: Any) -> Any:

@@ -20,9 +20,8 @@ from analyzer.catalog import Pattern, PatternMatch
 from analyzer.commranks import nccl_writer
 from analyzer.discover import LogFile
 from analyzer.match import WINDOW_BYTES, LineMatcher
-from analyzer.prefixes import Prefixed, all_bare_indented, split_prefixes
+from analyzer.prefixes import Prefixed
 from analyzer.records import RawEvent
-from analyzer.sanitize import MAX_LINE_CHARS
 from analyzer.search import MAX_LINE_BYTES, Block, StreamClock
 from analyzer.timestamps import Stamp
 
@@ -55,14 +54,6 @@ TRACEBACK_PATTERN = Pattern(
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 Writer = tuple[int | None, int | None, int | None, str | None, int | None]
-NO_WRITER: Writer = (None, None, None, None, None)
-"""The writer of a line without prefixes."""
-FOLD_MIN_RUN = 4
-"""A run of at least this many candidate lines holding only a ``progress`` pattern's needle
-is read in bulk (:meth:`EventBuilder._fold`; a parameter the tests change)."""
-_UNPRINTABLE = regex.compile(rb"[\x00-\x09\x0b-\x1f\x7f]")
-"""ASCII that ``str.isprintable`` refuses (the newline apart): ``clean_line`` would act."""
-_START_BYTES = TRACEBACK_START.encode()
 _Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
 """(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
 
@@ -117,11 +108,6 @@ class EventBuilder:
                 i += 1
             if i >= len(starts):
                 break
-            run = self.matcher.progress_run(starts, i)
-            if run is not None and run[1] - i >= FOLD_MIN_RUN:
-                done = self._fold(blk, starts[i : run[1]], run[0])
-                pos = blk.line_end(starts[i + done - 1]) + 1
-                continue
             pos = self._candidate(blk, starts[i])
         self.bound.settle()
 
@@ -191,72 +177,6 @@ class EventBuilder:
                 (p, fields, text, pre, line_no, blk, s),
             )
         return e + 1
-
-    def _fold(self, blk: Block, run: list[int], p: Pattern) -> int:
-        """Read a run of candidate lines that hold only the needle of ``p``, a ``progress``
-        pattern, as :meth:`_candidate` would one by one; return how many were read (fewer
-        when one opened a traceback: the rest are the traceback's to follow).
-
-        The lines that open the group of unprefixed lines, or fill its first, go one by one;
-        the rest go in bulk when every one is printable ASCII of at most ``MAX_LINE_CHARS``
-        indented without a prefix (the long way would clean nothing, peel nothing and ask
-        ``p`` alone) and none starts a traceback: one regex pass over the run, and only the
-        lines left holding something become items (``RepeatBound.fold``). Otherwise one by
-        one."""
-        bound = self.bound
-        key = (NO_WRITER, p.id, p.role)
-        k = 0
-        g = bound.group(key)
-        while g is None or len(g.first) < g.keep:
-            if k == len(run):
-                return k
-            self._candidate(blk, run[k])
-            k += 1
-            if self.open:
-                return k
-            g = bound.group(key)
-        if k == len(run):
-            return k
-        data = blk.data
-        rest = run[k:]
-        find = data.find
-        lines = [data[s : find(b"\n", s)] for s in rest]
-        if find(b"\n", rest[-1]) < 0:
-            lines[-1] = data[rest[-1] :]
-        joined = b"\n".join(lines)
-        texts: list[str] = []
-        if (
-            g.keep == 1
-            and not bound.identity(p)
-            and max(map(len, lines)) <= MAX_LINE_CHARS
-            and joined.isascii()
-            and not _UNPRINTABLE.search(joined)
-            and _START_BYTES not in joined
-        ):
-            texts = joined.decode().split("\n")
-        if not texts or not all_bare_indented(texts):
-            for t, s in enumerate(rest, k):
-                self._candidate(blk, s)
-                if self.open:
-                    return t + 1
-            return len(run)
-        ms = list(map(p.regex.search, texts))
-        hit = [t for t, m in enumerate(ms) if m is not None]
-        if not hit:
-            return len(run)
-
-        def make(need: list[int]) -> dict[int, Item]:
-            items = {}
-            for r in need:  # in file order: ``line_at`` never goes back
-                t = hit[r]
-                s, text, fields = rest[t], texts[t], p.fields(ms[t])  # type: ignore[arg-type]
-                line_no = blk.line_at(s)
-                args = (p, fields, text, split_prefixes(text), line_no, blk, s)
-                items[r] = Item(line_no, blk.offset + s, fields, args)
-            return items
-
-        bound.fold(g, [ms[t].groups() for t in hit], p.group_names(), make)  # type: ignore[union-attr]
-        return len(run)
 
     def _follow(self, blk: Block, pos: int) -> int:
         """Read every line from ``pos`` while a traceback is open; return where it stopped

@@ -169,21 +169,14 @@ class Pattern:
                 return c.name
         return None
 
-    def group_names(self) -> tuple[tuple[str, int], ...]:
-        """(capture name, its index in ``m.groups()``) for every named group (cached)."""
-        names: tuple[tuple[str, int], ...] | None = self.__dict__.get("_group_names")
-        if names is None:
-            names = self.__dict__["_group_names"] = tuple(
-                (n, i - 1) for n, i in self.regex.groupindex.items()
-            )
-        return names
-
     def fields(self, m: _Match[str]) -> dict[str, str]:
         """The named groups ``m`` captured, empty ones left out: ``m.groupdict()`` filtered,
         read through ``m.groups()`` (a tenth of the cost; a name used twice is one group)."""
         names: tuple[tuple[str, int], ...] | None = self.__dict__.get("_group_names")
         if names is None:
-            names = self.group_names()
+            names = self.__dict__["_group_names"] = tuple(
+                (n, i - 1) for n, i in self.regex.groupindex.items()
+            )
         g = m.groups()
         return {n: v for n, i in names if (v := g[i])}
 

@@ -45,14 +45,6 @@ class LineMatcher:
         prefilter cannot list them (every candidate then asks the catalog)."""
         self._user = [p for p in catalog.patterns if p.user]
         """The patterns a timeout can switch off (read after every file: not all 300)."""
-        self.folds: dict[int, Pattern] = {}
-        """Needles owned by one built-in ``progress`` pattern alone: a line holding only such
-        a needle can be asked of that pattern only (see :meth:`progress_run`)."""
-        for nid, owners in enumerate(catalog.needle_patterns):
-            if len(owners) == 1:
-                p = catalog.patterns[owners[0]]
-                if "progress" in p.tags and not p.user:
-                    self.folds[nid] = p
         self._starts: set[int] = set()
         self._lines: dict[bytes, tuple[str, Prefixed]] = {}
         """Cleaned text and prefixes of recently seen candidate lines (many repeat verbatim
@@ -106,26 +98,6 @@ class LineMatcher:
                     starts.append(s)
         self._starts = seen
         return starts
-
-    def progress_run(self, starts: list[int], i: int) -> tuple[Pattern, int] | None:
-        """(pattern, end) when the candidate lines ``starts[i:end]`` hold one needle only, the
-        same one, owned by a built-in ``progress`` pattern alone (:attr:`folds`): the lines a
-        hit-dense log prints every step, which the builder reads in bulk. None otherwise, and
-        in a quoted paste or where the prefilter cannot list a line's needles."""
-        per_line = self._line_needles
-        if per_line is None or self.quoted:
-            return None
-        nid = per_line.get(starts[i])
-        if type(nid) is not int:
-            return None
-        p = self.folds.get(nid)
-        if p is None:
-            return None
-        j = i + 1
-        n = len(starts)
-        while j < n and per_line.get(starts[j]) == nid:
-            j += 1
-        return p, j
 
     def is_candidate(self, start: int) -> bool:
         """Whether the line at ``start`` of the current block contains a needle."""

@@ -26,7 +26,6 @@ subgroup) and stays in the message. A Ray actor prefix names a process and a hos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import regex
@@ -123,9 +122,6 @@ _AFTER_SPACES = _DIGITS | {"|", "+"}
 (``  3: ``), an exception group's margin (``  | ``, ``  + ``); any other character means no
 prefix at all (``regex``'s ``\\d`` also matches other Unicode digits: from ``\\x80`` up the
 line takes the long way)."""
-_BARE_INDENT = regex.compile(r" +[^ 0-9|+\x80-\U0010ffff]")
-"""An indented line whose spaces lead to no prefix (``_AFTER_SPACES``, nothing from ``\\x80``
-up): ``split_prefixes`` peels nothing off it."""
 _PDSH_FIRST = _DIGITS | _LETTERS
 _PYLOG_FIRST = frozenset("VIWEFC")
 _BASIC_FIRST = frozenset("DIWEC")
@@ -197,13 +193,6 @@ def quoted_paste(data: bytes) -> bool:
     lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
     quoted = sum(1 for ln in lines if ln[:1] == b">")
     return quoted >= 1 and quoted >= 0.8 * len(lines)
-
-
-def all_bare_indented(lines: Sequence[str]) -> bool:
-    """Whether every line is indented with spaces that lead to no prefix: ``split_prefixes``
-    returns each as its own message with nothing peeled (the check for many lines at once;
-    ``split_prefixes`` makes it line by line, and a test holds the two to the same answer)."""
-    return all(map(_BARE_INDENT.match, lines))
 
 
 def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
