@@ -1,4 +1,5 @@
-"""Fast checks of the harness that need neither SLURM nor a run (no ``slurm`` marker)."""
+"""Fast checks of the harness that need no SLURM (no ``slurm`` marker); one runs real torchrun
+with two CPU workers (about 6 s)."""
 
 from __future__ import annotations
 
@@ -149,7 +150,8 @@ def test_a_victim_of_a_lost_peer_exits_after_the_faulty_rank(tmp_path: Path) -> 
     from harness.cluster import free_port
 
     env = dict(os.environ, MCORE_FAULT="loader-fatal", MCORE_FAULT_RANK="1", MCORE_FAULT_ITER="2")
-    env.pop("TORCH_FR_DUMP_TEMP_FILE", None)
+    for name in ("TORCH_FR_DUMP_TEMP_FILE", "MCORE_EXIT_GRACE"):  # the defaults: no dumps, 3 s
+        env.pop(name, None)
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
         "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
