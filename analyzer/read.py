@@ -56,8 +56,8 @@ class ReadResult:
 
     @property
     def readable(self) -> bool:
-        """Whether any file yielded anything at all (a line, an event, an error.json)."""
-        return any(s.lines or s.events or s.error_json is not None for s in self.scans)
+        """Whether any file yielded anything at all (a byte, an event, an error.json)."""
+        return any(s.bytes_read or s.events or s.error_json is not None for s in self.scans)
 
     @property
     def problems(self) -> list[str]:

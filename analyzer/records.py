@@ -61,7 +61,6 @@ class FileScan:
 
     file: LogFile
     events: list[RawEvent] = field(default_factory=list)
-    lines: int = 0
     bytes_read: int = 0
     years: set[int] = field(default_factory=set)
     problem: str | None = None

@@ -106,7 +106,6 @@ class FileScanner:
             read(search.rest(clock))
         out.events = builder.finish()
         out.bytes_read = search.bytes_read
-        out.lines = search.lines
         out.years = clock.years
 
     def _read_error_json(self, lf: LogFile, out: FileScan) -> None:

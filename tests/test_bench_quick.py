@@ -123,7 +123,7 @@ def _plain(scanner: FileScanner) -> FileScanner:
 def _events(scanner: FileScanner, lf: LogFile) -> tuple:
     fs = scanner.scan(lf)
     return (
-        fs.lines,
+        fs.bytes_read,
         sorted(fs.years),
         fs.problem,
         [dataclasses.asdict(e) for e in fs.events],

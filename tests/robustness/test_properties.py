@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 import analyzer.scan as scan_mod
 from analyzer.discover import LogFile, sniff_binary
+from analyzer.prefilter import StampSieve
 from analyzer.prefixes import split_prefixes
 from analyzer.sanitize import MAX_LINE_CHARS, clean_line, decode
 from analyzer.scan import FileScanner
+from analyzer.search import Searcher, StreamClock
 from analyzer.timestamps import Stamp, find_stamp, parse_glog, parse_iso
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,15 +47,30 @@ def _scan(data: bytes, block: int | None = None) -> scan_mod.FileScan:
             scan_mod.BLOCK_BYTES = old
 
 
+def _check_blocks(data: bytes, block: int) -> None:
+    """The searcher's blocks tile ``data`` in order, each numbered by the lines before it."""
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "slurm-1.out"
+        p.write_bytes(data)
+        search = Searcher(LogFile(path=p, rel="slurm-1.out", size=len(data)), block)
+        at = 0
+        for blk in search.blocks(StreamClock(StampSieve())):
+            assert blk.offset == at
+            assert blk.first_line == data.count(b"\n", 0, at) + 1
+            assert data[at : at + len(blk.data)] == blk.data
+            at += len(blk.data)
+        assert at == len(data)
+        assert search.bytes_read == len(data)
+
+
 # -- the line reader -----------------------------------------------------------------------
 @READER
-@given(st.binary(max_size=4000))
-def test_reader_never_raises_and_counts_lines(data: bytes) -> None:
+@given(st.binary(max_size=4000), st.sampled_from([1, 7, 64, 8 << 20]))
+def test_reader_never_raises_and_numbers_lines(data: bytes, block: int) -> None:
     s = _scan(data)
     assert s.problem is None
     assert s.bytes_read == len(data)
-    want = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    assert s.lines == want
+    _check_blocks(data, block)
 
 
 @READER
@@ -73,7 +90,7 @@ def test_reader_finds_the_line_wherever_it_is(
     s = _scan(data, block)
     hits = [e for e in s.events if e.pattern_id == "cuda.error.illegal_address"]
     assert any(e.line == k + 1 and e.rank == 3 for e in hits), [(e.line, e.rank) for e in hits]
-    assert s.lines == len(lines)
+    _check_blocks(data, block or 8 << 20)
 
 
 @READER
