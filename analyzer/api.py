@@ -17,6 +17,7 @@ from analyzer.event import Event
 from analyzer.events import build_events, to_frame
 from analyzer.facts import JobFacts, collect_facts
 from analyzer.flightrec.integrate import evidence_rows, read_flight_recorder
+from analyzer.gcpause import without_gc
 from analyzer.read import ReadResult, read_job
 from analyzer.reason import ReadSummary, diagnose_rows
 from analyzer.verdict import Diagnosis
@@ -67,6 +68,7 @@ class Analysis:
         return world_by_rank(self.events, self.facts, self.attributed.geometry)
 
     @cached_property
+    @without_gc
     def diagnosis(self) -> Diagnosis:
         """The verdict (computed on first use)."""
         fr = self.flightrec
@@ -157,6 +159,7 @@ def _add_advisories(a: Analysis, d: Diagnosis) -> None:
     d.batch_script = used
 
 
+@without_gc
 def analyze(
     paths: str | Path | Sequence[str | Path],
     *,

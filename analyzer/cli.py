@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -14,6 +15,7 @@ import typer
 
 from analyzer import __version__
 from analyzer.color import ColorChoice
+from analyzer.gcpause import paused_gc
 from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
 from analyzer.verdict import (
@@ -733,8 +735,13 @@ def main(argv: list[str] | None = None) -> None:
     first = next((a for a in args if not a.startswith("-") or a == "-"), None)
     if args and first not in SUBCOMMANDS and args[0] not in SUBCOMMANDS:
         args = ["diagnose", *args]
+    # One command is a short-lived process whose objects form no cycles: the cyclic collector
+    # is paused for all of it (analyzer.gcpause). Not in triage's parent, which may run for
+    # hours over thousands of jobs (its job runs pause it themselves, in ``analyze``).
+    command = args[0] if args and args[0] in SUBCOMMANDS else first
     try:
-        rv = app(args=args, prog_name="mcore-diagnose", standalone_mode=False)
+        with paused_gc() if command != "triage" else contextlib.nullcontext():
+            rv = app(args=args, prog_name="mcore-diagnose", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         exc.show()
         raise SystemExit(EXIT_USAGE) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import threading
@@ -24,6 +25,7 @@ _worker_scanner: FileScanner | None = None
 
 def _init_worker(catalog: Catalog) -> None:
     global _worker_scanner
+    gc.disable()  # a worker lives for one job's read (see analyzer.gcpause); forked ones inherit it
     _worker_scanner = FileScanner(catalog)
 
 
