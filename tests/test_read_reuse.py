@@ -1,5 +1,6 @@
 """Triage reads hundreds of jobs with one catalog: the scanner (its compiled prefilter) is
-built once per catalog, and reusing it changes no result."""
+built once per catalog, and reusing it changes no result. A job's events share the values they
+repeat (``read._Shared``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 from analyzer.api import analyze
 from analyzer.catalog import load_catalog
-from analyzer.read import scanner_for
+from analyzer.discover import discover
+from analyzer.read import read_job, scanner_for
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs" / "real"
 
@@ -42,3 +44,14 @@ def test_threads_never_share_a_scanner() -> None:
     t.join()
     assert theirs and theirs[0] is not mine
     assert scanner_for(cat) is mine
+
+
+def test_equal_captures_are_one_dict_and_others_are_not(tmp_path: Path) -> None:
+    line = "node{n}:1234:1234 [0] NCCL INFO NCCL version {v}\n"
+    for n, v in enumerate(["2.21.5+cuda12.4", "2.21.5+cuda12.4", "2.21.5+cuda12.4", "2.26.2"]):
+        (tmp_path / f"rank{n}.log").write_text(line.format(n=n, v=v))
+    rr = read_job(discover([tmp_path]), load_catalog(), workers=1)
+    fields = [e.fields for s in rr.scans for e in s.events if e.pattern_id == "nccl.ctx.version"]
+    assert [f["nccl_version"] for f in fields] == ["2.21.5+cuda12.4"] * 3 + ["2.26.2"]
+    assert fields[0] is fields[1] is fields[2]
+    assert fields[3] is not fields[0]
