@@ -85,8 +85,8 @@ class Searcher:
         self._offset = 0
         self._last: Block | None = None
         """The block handed on last, its newlines not yet counted into ``_line``: they are
-        counted only when a block follows it. The newlines of a file's last block need no
-        count (on a job of single-block files they were a fifth of the reader's time)."""
+        counted only when a block follows it, so those after a file's last candidate are never
+        counted (about 4 % of the CPU time on the realistic benchmark job, one block a file)."""
 
     def blocks(self, clock: StreamClock) -> Iterator[Block]:
         """Blocks in file order. A read error propagates after the blocks read before it;
