@@ -7,9 +7,10 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 
@@ -272,6 +273,36 @@ def _write(text: str | bytes, output: Path | None) -> None:
         fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
 
 
+def _stream(write: Callable[[BinaryIO], object], output: Path | None) -> None:
+    """``write(sink)`` straight into ``output`` (standard output without it): a table of a
+    hundred thousand events is never one string in memory (the many-files benchmark job's
+    events as JSON are 130 MB)."""
+    if output is None:
+        sys.stdout.flush()
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with output.open("wb") as fh:
+            write(fh)
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
+
+
+JSON_SLICE_ROWS = 8192
+"""Rows written at a time by :func:`_json_rows`."""
+
+
+def _json_rows(df: Any, sink: BinaryIO) -> None:
+    """``df.write_json()`` and a newline into ``sink``, a slice of rows at a time: polars makes
+    the whole text in memory before it writes (130 MB for the many-files job's events)."""
+    sink.write(b"[")
+    for i in range(0, len(df), JSON_SLICE_ROWS):
+        part = df.slice(i, JSON_SLICE_ROWS).write_json().encode("utf-8")
+        sink.write((b"," if i else b"") + part[1:-1])  # the rows, without the array's brackets
+    sink.write(b"]\n")
+
+
 # Several jobs in one run exit with the most serious outcome: nothing readable, then a failure
 # of unknown cause, then a diagnosed failure, then no failure found.
 _EXIT_SEVERITY = (EXIT_NO_FAILURE, EXIT_DIAGNOSED, EXIT_UNKNOWN, EXIT_UNREADABLE)
@@ -506,6 +537,7 @@ def events_cmd(
     """
     import polars as pl
 
+    from analyzer.events import to_frame
     from analyzer.outputs import group_jobs, job_label
 
     jobs = group_jobs(paths)
@@ -514,14 +546,18 @@ def events_cmd(
     for job in jobs:
         a = _load(job, patterns, workers, False, catalog)
         _check_readable(a, job)
-        df = a.events
-        if not all_events and not by_rank:
-            df = df.filter(pl.col("role") != "context")
         if by_rank:
             df = a.by_rank()
+        elif all_events:
+            df = a.events
+        else:  # the table of the events shown only, with the columns of all
+            shown = [r for r in a.rows if r.role != "context"]
+            df = to_frame(shown, a.catalog.capture_types(), columns_of=a.rows)
+            del shown
         if len(jobs) > 1:
             df = df.select(pl.lit(job_label(job)).alias("job"), pl.all())
         frames.append(df)
+        del a  # its records and table: the rows to write are all in ``df`` now
     df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
     if by_rank and len(frames) > 1:  # a category one job lacks counts 0 there
         from analyzer.ranks import COUNT_EXCLUDED
@@ -536,10 +572,10 @@ def events_cmd(
         df = _iso_times(df)
     if fmt == TableFormat.csv:
         flat = df.select([c for c in df.columns if df.schema[c] != pl.List])
-        _write(flat.write_csv(), output)
+        _stream(lambda sink: flat.write_csv(sink), output)
         return
     if fmt == TableFormat.json:
-        _write(df.write_json() + "\n", output)
+        _stream(lambda sink: _json_rows(df, sink), output)
         return
     from analyzer.report.table import table_text
 

@@ -61,13 +61,17 @@ def build_events(att: Attributed) -> list[Event]:
 
 
 def to_frame(
-    events: Sequence[Event], capture_types: Mapping[str, str] | None = None
+    events: Sequence[Event],
+    capture_types: Mapping[str, str] | None = None,
+    *,
+    columns_of: Sequence[Event] | None = None,
 ) -> pl.DataFrame:
     """The event table as a DataFrame with stable column types.
 
     Captures get the type the catalog declares (``int`` → Int64; ``float``, ``size`` in bytes
     and ``duration`` in seconds → Float64; a value that does not parse is null); undeclared
-    captures stay strings.
+    captures stay strings. ``columns_of``: the events whose captures make the columns (default
+    ``events``): a table of some of a job's events with the columns of all of them.
     """
     import polars as pl
 
@@ -77,7 +81,7 @@ def to_frame(
     declared = capture_types or {}
     schema: dict[str, Any] = {k: types[v] for k, v in BASE_COLUMNS.items()}
     kinds: dict[str, str] = {}
-    for e in events:
+    for e in events if columns_of is None else columns_of:
         for k in e.captures:
             if k not in schema:
                 kind = declared.get(k, "str")

@@ -139,3 +139,37 @@ def test_patterns_subcommands() -> None:
     ex = run("patterns", "explain", "[rank3]: Traceback (most recent call last):")
     assert ex.returncode == 0 and "rank=3" in ex.stdout
     assert run("patterns", "show", "no.such.id").returncode == 64
+
+
+@pytest.mark.parametrize("rows", [0, 1, 7])
+def test_json_rows_are_write_json_whatever_the_slice(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    import analyzer.cli as cli
+    from analyzer import analyze
+
+    df = analyze("sample_logs/formats/cuda-oom-cascade", workers=1).events.head(rows)
+    want = (df.write_json() + "\n").encode()
+    for size in (1, 3, 7, 8192):
+        monkeypatch.setattr(cli, "JSON_SLICE_ROWS", size)
+        out = io.BytesIO()
+        cli._json_rows(df, out)
+        assert out.getvalue() == want, size
+
+
+def test_events_table_is_the_full_table_less_context(tmp_path: Path) -> None:
+    import polars as pl
+
+    from analyzer import analyze
+
+    job = "sample_logs/formats/cuda-oom-cascade"
+    full = analyze(job, workers=1).events
+    assert (full["role"] == "context").any()  # else the check below proves nothing
+    pq = tmp_path / "e.parquet"
+    assert run("events", job, "--format", "parquet", "-o", str(pq)).returncode == 0
+    want = full.filter(pl.col("role") != "context")
+    assert pl.read_parquet(pq).equals(want)  # the same rows, and every column of the job's
+    assert run("events", job, "--all", "--format", "parquet", "-o", str(pq)).returncode == 0
+    assert pl.read_parquet(pq).equals(full)
