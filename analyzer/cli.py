@@ -553,7 +553,6 @@ def events_cmd(
         else:  # the table of the events shown only, with the columns of all
             shown = [r for r in a.rows if r.role != "context"]
             df = to_frame(shown, a.catalog.capture_types(), columns_of=a.rows)
-            del shown
         if len(jobs) > 1:
             df = df.select(pl.lit(job_label(job)).alias("job"), pl.all())
         frames.append(df)
