@@ -264,13 +264,8 @@ def _write(text: str | bytes, output: Path | None) -> None:
         else:
             sys.stdout.write(text)
         return
-    try:
-        if isinstance(text, bytes):
-            output.write_bytes(text)
-        else:
-            output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    _stream(lambda fh: fh.write(data), output)
 
 
 def _stream(write: Callable[[BinaryIO], object], output: Path | None) -> None:
