@@ -10,17 +10,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.attribute import Attributed, attribute
-from analyzer.catalog import Catalog, load_catalog
-from analyzer.discover import Discovery, discover
-from analyzer.event import Event
-from analyzer.events import build_events, to_frame
-from analyzer.facts import JobFacts, collect_facts
-from analyzer.flightrec.integrate import evidence_rows, read_flight_recorder
-from analyzer.gcpause import without_gc
-from analyzer.read import ReadResult, read_job
-from analyzer.reason import ReadSummary, diagnose_rows
-from analyzer.verdict import Diagnosis
+from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import Catalog
+from analyzer.decide.flightrec import evidence_rows, read_flight_recorder
+from analyzer.decide.reason import ReadSummary, diagnose_rows
+from analyzer.decide.verdict import Diagnosis
+from analyzer.model.event import Event
+from analyzer.read.discover import Discovery, discover
+from analyzer.read.job import ReadResult, read_job
+from analyzer.shape.attribute import Attributed, attribute
+from analyzer.shape.facts import JobFacts, collect_facts
+from analyzer.shape.table import build_events, to_frame
+from analyzer.util.gcpause import without_gc
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,7 +35,7 @@ class Analysis:
 
     Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
     ``attributed`` (the launch geometry; the reader's events with their attributions),
-    ``rows`` (the events as typed records, ``analyzer.event.Event``), ``facts`` (world size,
+    ``rows`` (the events as typed records, ``analyzer.model.event.Event``), ``facts`` (world size,
     parallelism, versions, progress), ``catalog`` (the patterns used). Computed on first
     use: ``events`` (polars), ``diagnosis``.
 
@@ -51,7 +52,8 @@ class Analysis:
     flightrec: FrFinding | None = None
     """What the PyTorch Flight Recorder dumps show (None without dumps)."""
     baseline: frozenset[str] | None = None
-    """Templates of a good run's unknown-error lines (``--baseline``), see analyzer.unknown."""
+    """Templates of a good run's unknown-error lines (``--baseline``); see
+    ``analyzer.decide.unknown``."""
     script: Path | None = None
     """The job's batch script (``--script``); else one found in the log directory."""
 
@@ -63,7 +65,7 @@ class Analysis:
     def by_rank(self) -> pl.DataFrame:
         """One row per rank of the world (ranks without events included, with zero counts):
         node, local rank, first event (time, category, role, pattern), counts per category."""
-        from analyzer.ranks import world_by_rank
+        from analyzer.shape.byrank import world_by_rank
 
         return world_by_rank(self.events, self.facts, self.attributed.geometry)
 
@@ -138,7 +140,7 @@ class Analysis:
 
 
 def _add_advisories(a: Analysis, d: Diagnosis) -> None:
-    from analyzer.launch import launch_advisories
+    from analyzer.decide.advisories import launch_advisories
 
     geo = a.attributed.geometry
     try:
@@ -177,7 +179,7 @@ def analyze(
             nodes are merged; diagnose separate jobs with separate calls).
         patterns: extra pattern files or directories, loaded after the built-in catalog
             (a pattern with the same id replaces the built-in one).
-        catalog: an already loaded catalog (``analyzer.catalog.load_catalog``); ``patterns``
+        catalog: an already loaded catalog (``analyzer.catalog.load.load_catalog``); ``patterns``
             is then ignored. Loading costs more than diagnosing a small job: reuse it.
         workers: processes used for reading (default: the machine's cores; 1 reads in this
             process).
@@ -185,11 +187,11 @@ def analyze(
         missing_ok: with False (the default) a path that does not exist raises
             ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
         baseline: good runs of the same job (directories or files): error lines they also
-            printed are never taken for an unknown failure's cause (``analyzer.unknown``).
+            printed are never taken for an unknown failure's cause (``analyzer.decide.unknown``).
 
     Raises:
         FileNotFoundError: a path does not exist (unless ``missing_ok``).
-        analyzer.catalog.CatalogError: a pattern file is invalid, or the built-in catalog is
+        analyzer.catalog.model.CatalogError: a pattern file is invalid, or the built-in catalog is
             missing or empty (a broken installation).
 
     When the paths exist but hold nothing readable (an empty directory, only binary files),
@@ -223,7 +225,12 @@ def analyze(
         rows += evidence_rows(fr, rows)
     base = None
     if baseline:
-        from analyzer.unknown import baseline_templates
-
         base = baseline_templates([Path(p) for p in baseline], cat)
     return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base)
+
+
+def baseline_templates(paths: Sequence[Path], catalog: Catalog | None = None) -> frozenset[str]:
+    """Templates of every candidate line of a good run (``--baseline GOOD_JOB_DIR``)."""
+    from analyzer.decide.unknown import candidate_templates
+
+    return candidate_templates(analyze(list(paths), catalog=catalog, workers=1).rows)

@@ -164,7 +164,7 @@ def tool_cmd() -> list[str]:
 
 def load_needles(path: Path) -> int:
     sys.path.insert(0, str(ROOT))
-    from analyzer.catalog import load_catalog
+    from analyzer.catalog.load import load_catalog
 
     needles = load_catalog().needles
     path.write_text("".join(n + "\n" for n in needles), encoding="utf-8")
@@ -283,8 +283,8 @@ def engines(job: Path, limit_mb: int = 256) -> list[tuple[str, float, int]]:
     sys.path.insert(0, str(ROOT))
     import regex
 
-    from analyzer.catalog import load_catalog
-    from analyzer.prefilter import Prefilter
+    from analyzer.catalog.load import load_catalog
+    from analyzer.read.prefilter import Prefilter
 
     needles = [n.encode() for n in load_catalog().needles]
     datas, size = [], 0

@@ -18,9 +18,9 @@ import pstats
 import time
 from pathlib import Path
 
-from analyzer.catalog import load_catalog
-from analyzer.discover import LogFile, discover
-from analyzer.scan import FileScanner
+from analyzer.catalog.load import load_catalog
+from analyzer.read.discover import LogFile, discover
+from analyzer.read.file import FileScanner
 
 
 def scan_all(scanner: FileScanner, files: list[LogFile]) -> tuple[int, int]:

@@ -14,7 +14,7 @@ import pytest
 import regex
 
 from analyzer.api import analyze
-from analyzer.event import Event
+from analyzer.model.event import Event
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs" / "real"
 REAL = sorted(p.parent for p in ROOT.glob("*/expected.toml"))

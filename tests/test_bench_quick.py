@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.api import analyze
-from analyzer.catalog import load_catalog
-from analyzer.discover import LogFile
-from analyzer.prefilter import StampSieve
-from analyzer.scan import FileScanner
+from analyzer.catalog.load import load_catalog
+from analyzer.read.discover import LogFile
+from analyzer.read.file import FileScanner
+from analyzer.read.prefilter import StampSieve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -210,7 +210,7 @@ def test_every_parsable_stamp_leaves_the_sieve_signature(
 
 
 def test_prefilter_engines_report_the_same_occurrences(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.prefilter as prefilter
+    import analyzer.read.prefilter as prefilter
 
     data = "\n".join(_EXAMPLES + _FRAGMENTS).encode("utf-8") * 3
     first = prefilter.Prefilter(_CATALOG.needles)
@@ -233,7 +233,7 @@ def test_the_clock_answers_a_question_as_if_asked_first(
     """The clock only reads the lines since its last question (lines are asked about in file
     order); every answer is the one a fresh clock gives, also for questions that go back (a
     kept event is built when its block ends)."""
-    from analyzer.search import Searcher, StreamClock
+    from analyzer.read.search import Searcher, StreamClock
 
     rnd = random.Random(seed)
     # Runs of short lines pass the 200-line limit, a few long ones the 16 KB limit.

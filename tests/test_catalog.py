@@ -8,18 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.catalog import (
-    USER_TIMEOUT_S,
-    CatalogError,
-    Pattern,
-    builtin_dir,
-    check_pattern,
-    cross_claims,
-    load_catalog,
-)
-from analyzer.categories import CATEGORIES, ROLES
-from analyzer.prefixes import split_prefixes
-from analyzer.sanitize import MAX_LINE_CHARS
+from analyzer.catalog.load import builtin_dir, check_pattern, cross_claims, load_catalog
+from analyzer.catalog.model import USER_TIMEOUT_S, CatalogError, Pattern
+from analyzer.catalog.vocabulary import CATEGORIES, ROLES
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.util.sanitize import MAX_LINE_CHARS
 
 FAMILIES = (
     "nccl",
@@ -527,7 +520,7 @@ def test_builtin_catalog_loads_from_a_namespace_package_path(tmp_path, monkeypat
     a MultiplexedPath, whose str() is no directory. The loader must iterate it, not str() it."""
     from importlib.resources.readers import MultiplexedPath
 
-    import analyzer.catalog as catalog_mod
+    import analyzer.catalog.load as catalog_mod
 
     d = tmp_path / "site" / "analyzer" / "patterns"
     d.mkdir(parents=True)
@@ -539,7 +532,7 @@ def test_builtin_catalog_loads_from_a_namespace_package_path(tmp_path, monkeypat
 
 
 def test_empty_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
-    import analyzer.catalog as catalog_mod
+    import analyzer.catalog.load as catalog_mod
 
     empty = tmp_path / "patterns"
     empty.mkdir()
@@ -549,7 +542,7 @@ def test_empty_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
 
 
 def test_unreadable_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
-    import analyzer.catalog as catalog_mod
+    import analyzer.catalog.load as catalog_mod
 
     d = tmp_path / "patterns"
     d.mkdir()
@@ -560,7 +553,7 @@ def test_unreadable_builtin_catalog_is_a_hard_error(tmp_path, monkeypatch):
 
 
 def test_builtin_catalog_without_patterns_is_a_hard_error(tmp_path, monkeypatch):
-    import analyzer.catalog as catalog_mod
+    import analyzer.catalog.load as catalog_mod
 
     d = tmp_path / "patterns"
     d.mkdir()

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.catalog as catalog_mod
-from analyzer import catalog_cache
-from analyzer.catalog import CatalogError, load_catalog
+import analyzer.catalog.load as catalog_mod
+from analyzer.catalog import cache as catalog_cache
+from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import CatalogError
 
 USER_PATTERN = """
 [[pattern]]
@@ -92,8 +93,8 @@ def test_no_cache_env_bypasses_it(counted: list[str], monkeypatch: pytest.Monkey
 
 
 def test_a_remembered_catalog_compiles_lazily_and_matches_the_same(counted: list[str]) -> None:
-    from analyzer.catalog import iter_examples
-    from analyzer.prefixes import split_prefixes
+    from analyzer.catalog.load import iter_examples
+    from analyzer.lines.prefixes import split_prefixes
 
     first = load_catalog(use_env=False)
     second = load_catalog(use_env=False)  # remembered: regexes compile on first use

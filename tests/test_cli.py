@@ -147,7 +147,7 @@ def test_json_rows_are_write_json_whatever_the_slice(
 ) -> None:
     import io
 
-    import analyzer.cli as cli
+    import analyzer.cli.commands as cli
     from analyzer import analyze
 
     df = analyze("sample_logs/formats/cuda-oom-cascade", workers=1).events.head(rows)

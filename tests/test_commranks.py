@@ -1,4 +1,4 @@
-"""NCCL's init and channel lines map processes to global ranks (``analyzer/commranks.py``).
+"""NCCL's init and channel lines map processes to global ranks (``analyzer/read/commranks.py``).
 
 The log lines are real (the wild corpus cases named in each test); the claim lists are the
 shapes that must name no rank."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.api import analyze
-from analyzer.commranks import Claim, comm_ranks, nccl_writer
-from analyzer.verdict import Verdict
+from analyzer.decide.verdict import Verdict
+from analyzer.read.commranks import Claim, comm_ranks, nccl_writer
 
 DEEPSPEED_IB = [  # tests/wild/b-deepspeed-inference-ib-error-12 (NCCL 2.14.3, two nodes)
     "PHLRR4036:24142:24263 [3] NCCL INFO comm 0x5562191160f0 rank 3 nranks 16 cudaDev 3 busId 13000 - Init COMPLETE",  # noqa: E501

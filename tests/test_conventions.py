@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.color import use_color
-from analyzer.outputs import OutputError, group_jobs, plan_outputs
+from analyzer.report.outputs import OutputError, group_jobs, plan_outputs
+from analyzer.util.color import use_color
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[")

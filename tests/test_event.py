@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.attribute import Roles
-from analyzer.catalog import load_catalog
-from analyzer.event import STRUCTURAL, Event, from_flat
-from analyzer.events import BASE_COLUMNS
+from analyzer.catalog.load import load_catalog
+from analyzer.model.event import STRUCTURAL, Event, from_flat
+from analyzer.shape.attribute import Roles
+from analyzer.shape.table import BASE_COLUMNS
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
 
@@ -81,7 +81,7 @@ def test_the_analysis_keeps_records_not_the_readers_events() -> None:
 def test_a_raw_event_and_its_record_share_a_size_class() -> None:
     """``build_events`` frees each raw event as its record is made; in one size class
     (CPython's small-object allocator rounds to 16 bytes) the record reuses its memory."""
-    from analyzer.records import RawEvent
+    from analyzer.read.records import RawEvent
 
     def size_class(cls: type) -> int:
         return -(-cls.__basicsize__ // 16)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analyzer.attribute import Geometry
-from analyzer.event import from_flat
-from analyzer.facts import JobFacts, gpu_generation
-from analyzer.fixes import tailor_fix
+from analyzer.decide.fixes import tailor_fix
+from analyzer.model.event import from_flat
+from analyzer.shape.attribute import Geometry
+from analyzer.shape.facts import JobFacts, gpu_generation
 
 MAXCONN = (
     "Using tensor model parallelism or context parallelism require setting the environment "

@@ -15,12 +15,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analyzer import analyze
-from analyzer.cli import main
-from analyzer.discover import discover
+from analyzer.cli.commands import main
+from analyzer.decide.flightrec import table_lines
 from analyzer.flightrec import load as fr_load
 from analyzer.flightrec.analyze import analyze_dumps, build_groups, parse_ranks
-from analyzer.flightrec.integrate import table_lines
 from analyzer.flightrec.load import Dump, DumpError, DumpSet, load_dump, load_dumps, parse_dump
+from analyzer.read.discover import discover
 
 REPO = Path(__file__).resolve().parent.parent
 FR_SAMPLES = sorted(p for p in (REPO / "sample_logs" / "real").glob("fr-*") if p.is_dir())

@@ -1,4 +1,4 @@
-"""The cyclic garbage collector is paused while a job is analysed (``analyzer.gcpause``): safe
+"""The cyclic garbage collector is paused while a job is analysed (``analyzer.util.gcpause``): safe
 only because the analysis makes no reference cycles, which these tests check on every
 bundled job."""
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from analyzer import analyze
-from analyzer.catalog import load_catalog
-from analyzer.cli import main
-from analyzer.gcpause import paused_gc, without_gc
+from analyzer.catalog.load import load_catalog
+from analyzer.cli.commands import main
 from analyzer.report import render
+from analyzer.util.gcpause import paused_gc, without_gc
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = sorted(
@@ -78,7 +78,7 @@ def test_the_command_line_pauses_the_collector_but_not_for_triage(
     collector: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seen: dict[str, bool] = {}
-    import analyzer.cli as cli
+    import analyzer.cli.commands as cli
 
     def app(*, args: list[str], **_kw: object) -> int:
         seen[args[0]] = gc.isenabled()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.catalog import load_catalog
-from analyzer.discover import LogFile
-from analyzer.scan import FileScanner
+from analyzer.catalog.load import load_catalog
+from analyzer.read.discover import LogFile
+from analyzer.read.file import FileScanner
 
 CUT = (  # the tail of TB_RANK3 in tests/test_reader.py: the paste starts at its second frame
     '[rank3]:   File "train.py", line 40, in step\n'

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.launch import find_script
+from analyzer.decide.advisories import find_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SKELETON = (ROOT / "recipes" / "train-megatron.sbatch").read_text()

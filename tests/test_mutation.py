@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.prefixes import split_prefixes
+from analyzer.lines.prefixes import split_prefixes
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
 CASCADES = [

@@ -29,7 +29,7 @@ def test_license_is_an_spdx_expression_with_its_file() -> None:
 def test_version_is_defined_once() -> None:
     assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
     attr = PYPROJECT["tool"]["setuptools"]["dynamic"]["version"]["attr"]
-    assert attr == "analyzer.__version__"
+    assert attr == "analyzer.version.__version__"
     assert re.fullmatch(r"\d+\.\d+\.\d+(\.dev\d+|rc\d+)?", analyzer.__version__)
 
 

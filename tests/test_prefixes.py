@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.prefixes import split_prefixes
-from analyzer.sanitize import clean_line
-from analyzer.timestamps import Stamp, find_stamp, parse_glog, parse_iso
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.lines.timestamps import Stamp, find_stamp, parse_glog, parse_iso
+from analyzer.util.sanitize import clean_line
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_prefix_first_character_gates_are_sound() -> None:
     """``split_prefixes`` tries a prefix only where its first character can start it: on every
     position of many prefixed lines, each prefix that matches there starts with a character of
     its gate (or one from ``\\x80`` up, always tried)."""
-    import analyzer.prefixes as px
+    import analyzer.lines.prefixes as px
 
     lines = [
         "P12   3: [default1]:[rank25]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] x",
@@ -286,7 +286,7 @@ _SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 
 
 def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
-    from analyzer.prefixes import quoted_paste
+    from analyzer.lines.prefixes import quoted_paste
 
     # A real reply that quotes a nanoGPT run (33 of 34 lines quoted).
     pasted = (_WILD / "a-nanogpt-torchrun-loss-nan" / "output.log").read_bytes()

@@ -1,6 +1,6 @@
-"""Rank rules of ``analyzer/rankrules.py`` and the patterns they read, on real lines.
+"""Rank rules of ``analyzer/decide/rank_rules.py`` and the patterns they read, on real lines.
 
-The end-to-end tests go through ``reason.py``, which calls these rules."""
+The end-to-end tests go through ``decide/reason.py``, which calls these rules."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.api import analyze
-from analyzer.event import Event
-from analyzer.rankrules import detail_rows, headless, uniform_by_detail
+from analyzer.decide.rank_rules import detail_rows, headless, uniform_by_detail
+from analyzer.model.event import Event
 
 NCCL_ENV = [  # tests/wild/b-lightning-slurm-rocm-invalid-device-pointer (RCCL under Lightning)
     "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.17.1",  # noqa: E501

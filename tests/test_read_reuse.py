@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.api import analyze
-from analyzer.catalog import load_catalog
-from analyzer.discover import discover
-from analyzer.read import read_job, scanner_for
+from analyzer.catalog.load import load_catalog
+from analyzer.read.discover import discover
+from analyzer.read.job import read_job, scanner_for
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs" / "real"
 

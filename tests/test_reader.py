@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.discover import discover
+from analyzer.read.discover import discover
 
 TB = (
     "  1: [default1]:[rank3]: Traceback (most recent call last):\n"
@@ -151,9 +151,9 @@ TB_RANK3 = (
 
 
 def _scan_file(path: Path, block: int | None = None) -> list:
-    import analyzer.scan as scan_mod
-    from analyzer.catalog import load_catalog
-    from analyzer.discover import LogFile
+    import analyzer.read.file as scan_mod
+    from analyzer.catalog.load import load_catalog
+    from analyzer.read.discover import LogFile
 
     lf = LogFile(path=path, rel=path.name, size=path.stat().st_size)
     old = scan_mod.BLOCK_BYTES
@@ -244,7 +244,7 @@ examples = ["aaaa"]
 def test_user_pattern_disabled_in_a_worker_process_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.read as read_mod
+    import analyzer.read.job as read_mod
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     pats = tmp_path / "patterns"
@@ -318,7 +318,7 @@ def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
 ) -> None:
     """A symptom repeated far beyond the kept events: the table keeps a bounded number of rows,
     and ``repeats`` makes every count exact (events, by-rank, the downstream symptoms)."""
-    from analyzer.bound import KEEP
+    from analyzer.read.fold import KEEP
 
     oom = (
         "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
@@ -336,7 +336,7 @@ def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
     assert len(rows) < n and sum(r.repeats for r in rows) == n
     by = a.events.filter(a.events["rank"] == 5)
     assert by["repeats"].sum() == n
-    from analyzer.events import by_rank
+    from analyzer.shape.table import by_rank
 
     r5 = by_rank(a.events).filter(by_rank(a.events)["rank"] == 5)
     assert r5["events"][0] == n
@@ -392,9 +392,9 @@ def test_events_share_one_object_per_repeated_value(
 ) -> None:
     """Capture values, stamps and pattern strings that events repeat are one object each,
     also for events unpickled from worker processes chunk by chunk (the parent's memory)."""
-    import analyzer.read as read_mod
-    from analyzer.catalog import load_catalog
-    from analyzer.discover import discover
+    import analyzer.read.job as read_mod
+    from analyzer.catalog.load import load_catalog
+    from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)
@@ -414,9 +414,9 @@ def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
 ) -> None:
     """Workers take the smallest files; the parent reads the largest (a SLURM output with
     every rank's lines) itself, so its many events are never pickled. Order is unchanged."""
-    import analyzer.read as read_mod
-    from analyzer.catalog import load_catalog
-    from analyzer.discover import discover
+    import analyzer.read.job as read_mod
+    from analyzer.catalog.load import load_catalog
+    from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)

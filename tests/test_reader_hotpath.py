@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from analyzer.bound import KEEP, Item, RepeatBound
-from analyzer.catalog import load_catalog
-from analyzer.discover import discover
-from analyzer.match import LineMatcher
-from analyzer.prefixes import Prefixed, _prefixed, split_prefixes
-from analyzer.scan import FileScanner
-from analyzer.timestamps import Stamp
+from analyzer.catalog.load import load_catalog
+from analyzer.lines.prefixes import Prefixed, _prefixed, split_prefixes
+from analyzer.lines.timestamps import Stamp
+from analyzer.read.discover import discover
+from analyzer.read.file import FileScanner
+from analyzer.read.fold import KEEP, Item, RepeatBound
+from analyzer.read.match import LineMatcher
 
 
 def test_fast_prefixed_is_the_dataclass() -> None:
@@ -141,7 +141,7 @@ def test_events_of_a_cached_line_do_not_share_captures(tmp_path: Path) -> None:
 def test_caches_rest_when_lines_never_repeat_and_answers_do_not_change(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import analyzer.match as am
+    import analyzer.read.match as am
 
     monkeypatch.setattr(am, "CACHE_LINES", 16)
     monkeypatch.setattr(am, "CACHE_MIN_HITS", 4)

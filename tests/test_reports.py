@@ -27,7 +27,7 @@ from analyzer.report.grid import text_rows
 from analyzer.report.jsonout import to_json
 from analyzer.report.markdown import md
 from analyzer.report.model import build_model
-from analyzer.report.safe import clean
+from analyzer.util.safe import clean
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -467,7 +467,7 @@ def test_pipes_get_plain_text_unless_colour_is_forced(tmp_path: Path) -> None:
 def test_quiet_prints_one_line(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from analyzer.cli import app
+    from analyzer.cli.commands import app
 
     job = oom_job(tmp_path)
     res = CliRunner().invoke(app, ["diagnose", str(job), "-q"])

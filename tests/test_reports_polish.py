@@ -11,7 +11,7 @@ import pytest
 from analyzer import analyze
 from analyzer.report import render
 from analyzer.report.markdown import prose as md_prose
-from analyzer.report.safe import code_spans
+from analyzer.util.safe import code_spans
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(p for p in (ROOT / "sample_logs").glob("*/*") if (p / "expected.toml").is_file())
@@ -60,7 +60,7 @@ def test_also_considered_never_repeats_the_verdict(analyses: list) -> None:
 
 
 def test_render_leaves_out_clauses_of_unknown_fields() -> None:
-    from analyzer.catalog import render as fill
+    from analyzer.catalog.model import render as fill
 
     assert fill("heads ({heads}) or groups ({value}) over TP={tp}.", {"heads": 6, "tp": 4}) == (
         "heads (6) or groups over TP=4.")

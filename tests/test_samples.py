@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog import load_catalog
+from analyzer.catalog.load import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
 SAMPLES = sorted(p.parent for p in ROOT.glob("*/*/expected.toml"))

@@ -15,8 +15,8 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extras")
 
-from analyzer.categories import CATEGORIES  # noqa: E402
-from analyzer.schemas import SCHEMAS, load_schema  # noqa: E402
+from analyzer.catalog.vocabulary import CATEGORIES  # noqa: E402
+from analyzer.report.schemas import SCHEMAS, load_schema  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(p for p in (ROOT / "sample_logs").glob("*/*") if (p / "expected.toml").is_file())

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog import CatalogError, convert, load_catalog
-from analyzer.categories import CATEGORIES, CATEGORY_TABLE, STRUCTURAL_NAMES
-from analyzer.event import from_flat
-from analyzer.events import BASE_COLUMNS
-from analyzer.facts import JobFacts
-from analyzer.fixes import compose, merge_fix, tailor_fix
+from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import CatalogError, convert
+from analyzer.catalog.vocabulary import CATEGORIES, CATEGORY_TABLE, STRUCTURAL_NAMES
+from analyzer.decide.fixes import compose, merge_fix, tailor_fix
+from analyzer.model.event import from_flat
+from analyzer.shape.facts import JobFacts
+from analyzer.shape.table import BASE_COLUMNS
 
 _GOOD = """
 [[pattern]]
@@ -256,7 +257,7 @@ def test_checkpoint_save_is_the_phase_only_while_unfinished(tmp_path: Path) -> N
 
 
 def _geo():  # type: ignore[no-untyped-def]
-    from analyzer.attribute import Geometry
+    from analyzer.shape.attribute import Geometry
 
     return Geometry()
 
@@ -282,7 +283,7 @@ def test_catalog_json_schema_accepts_the_shipped_catalog_and_the_readme_example(
 
 
 def test_fingerprints_come_from_structured_keys_not_wording() -> None:
-    from analyzer.triage.fingerprint import fingerprint
+    from analyzer.decide.fingerprint import fingerprint
 
     frame = 'File "/a/b/train.py", line 187, in get_batch'
     a = fingerprint(
@@ -326,7 +327,7 @@ def test_catalog_json_schema_enums_are_the_code_tables() -> None:
     """The schema editors validate against names exactly what the loader accepts."""
     import json
 
-    from analyzer import categories as c
+    from analyzer.catalog import vocabulary as c
 
     schema = json.loads(Path("docs/schema/catalog.schema.json").read_text(encoding="utf-8"))
     p = schema["$defs"]["pattern"]["properties"]
@@ -343,7 +344,7 @@ def test_decision_ids_are_documented_and_in_the_schema() -> None:
     Schema (scripts rely on the ids)."""
     import json
 
-    from analyzer import explain
+    from analyzer.decide import wording as explain
 
     doc = Path("docs/decisions.md").read_text(encoding="utf-8")
     schema = json.loads(Path("docs/schema/diagnose.schema.json").read_text(encoding="utf-8"))
@@ -355,11 +356,12 @@ def test_decision_ids_are_documented_and_in_the_schema() -> None:
 
 
 def test_the_reasoning_writes_no_sentences() -> None:
-    """Decide, then explain: rank notes and the reasoning's own causes come from explain.py."""
+    """Decide, then explain: rank notes and the reasoning's own causes come from
+    decide/wording.py."""
     import re
 
     for mod in ("reason", "hangs", "unknown"):
-        src = Path(f"analyzer/{mod}.py").read_text(encoding="utf-8")
+        src = Path(f"analyzer/decide/{mod}.py").read_text(encoding="utf-8")
         assert not re.search(r"rank_note\s*=", src), mod
         assert not re.search(r"\bcause\s*=\s*\(?\s*f?\"", src), mod
         assert not re.search(r"\bfix\s*=\s*\(?\s*f?\"", src), mod
@@ -368,8 +370,8 @@ def test_the_reasoning_writes_no_sentences() -> None:
 def test_hang_reasons_are_worded_from_the_rule_and_its_facts() -> None:
     """A hang finding records its rule and facts; explain.hang_reason words every rule, and
     a Flight Recorder finding says whether the logs alone agreed."""
-    from analyzer import explain
-    from analyzer.hangs import HangFinding
+    from analyzer.decide import wording as explain
+    from analyzer.decide.hangs import HangFinding
 
     missing = HangFinding(3, "missing", 0.65, [], {"rank": 3, "world": 8})
     assert missing.reason == (

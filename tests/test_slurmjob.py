@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.slurmjob import is_job_id
+from analyzer.read.slurmjob import is_job_id
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = """#!/bin/bash

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.decide.fingerprint import FINGERPRINT_VERSION, fingerprint, normalize, version_of
 from analyzer.triage.find import (
     Job,
     find_jobs,
@@ -22,7 +23,6 @@ from analyzer.triage.find import (
     shard_of,
     slurm_job_id,
 )
-from analyzer.triage.fingerprint import FINGERPRINT_VERSION, fingerprint, normalize, version_of
 from analyzer.triage.run import COLUMNS, problem_row, run_jobs, to_frame
 
 REPO = Path(__file__).resolve().parents[1]
@@ -519,7 +519,7 @@ def test_timeout_through_the_real_diagnosis(tmp_path: Path) -> None:
 def test_cli_forms_and_exit_codes(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from analyzer.cli import app, main
+    from analyzer.cli.commands import app, main
 
     root = tmp_path / "root"
     tb_job(root, "j1", 8001)

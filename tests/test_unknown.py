@@ -14,13 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.api import analyze
-from analyzer.catalog import load_catalog
-from analyzer.categories import info
-from analyzer.cli import app
-from analyzer.event import Event
-from analyzer.prefixes import split_prefixes
-from analyzer.reason import diagnose_rows
-from analyzer.unknown import (
+from analyzer.catalog.load import load_catalog
+from analyzer.catalog.vocabulary import info
+from analyzer.cli.commands import app
+from analyzer.decide.reason import diagnose_rows
+from analyzer.decide.unknown import (
     group,
     infer,
     rank_templates,
@@ -28,7 +26,9 @@ from analyzer.unknown import (
     template_fingerprint,
     template_of,
 )
-from analyzer.verdict import Verdict
+from analyzer.decide.verdict import Verdict
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.model.event import Event
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO / "sample_logs" / "real"
@@ -520,8 +520,8 @@ def _symptom(rank: int | None, seconds: float, line: int, category: str, pattern
     ],
 )
 def test_symptoms_of_an_evident_class_name_it(category: str, pattern: str) -> None:
-    from analyzer.attribute import Geometry
-    from analyzer.facts import JobFacts
+    from analyzer.shape.attribute import Geometry
+    from analyzer.shape.facts import JobFacts
 
     assert info(category).evident
     rows = [_symptom(0, 10, 5, category, pattern), _symptom(1, 12, 6, category, pattern)]
@@ -533,8 +533,8 @@ def test_symptoms_of_an_evident_class_name_it(category: str, pattern: str) -> No
 
 @pytest.mark.parametrize("category", ["python_exception", "storage", "checkpoint"])
 def test_symptoms_of_other_classes_stay_unknown(category: str) -> None:
-    from analyzer.attribute import Geometry
-    from analyzer.facts import JobFacts
+    from analyzer.shape.attribute import Geometry
+    from analyzer.shape.facts import JobFacts
 
     assert not info(category).evident
     rows = [_symptom(0, 10, 5, category, "x.y"), _symptom(1, 12, 6, category, "x.y")]

@@ -87,7 +87,7 @@ def test_installed_package_is_the_wheel_and_ships_catalog_and_schemas(
 ) -> None:
     code = (
         "import analyzer, json; from importlib import resources; "
-        "from analyzer.catalog import load_catalog; "
+        "from analyzer.catalog.load import load_catalog; "
         "print(json.dumps([analyzer.__file__, len(load_catalog().patterns), "
         "sorted(f.name for f in resources.files('analyzer').iterdir())]))"
     )
@@ -105,7 +105,7 @@ def test_installed_package_is_the_wheel_and_ships_catalog_and_schemas(
     r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["True", "Apache-2.0"], r.stdout + r.stderr
-    code = "from analyzer.schemas import load_schema; print(load_schema('diagnose')['$id'])"
+    code = "from analyzer.report.schemas import load_schema; print(load_schema('diagnose')['$id'])"
     r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "diagnose" in r.stdout, r.stderr

@@ -80,7 +80,7 @@ def run_case(case: Path, catalog: object) -> Outcome:
 @cache
 def outcomes() -> tuple[Outcome, ...]:
     """The whole corpus, analysed once per process with one loaded catalog."""
-    from analyzer.catalog import load_catalog
+    from analyzer.catalog.load import load_catalog
 
     catalog = load_catalog([])
     return tuple(run_case(c, catalog) for c in cases())
@@ -211,7 +211,7 @@ def test_wrong_accusations_at_most_ceiling(corpus: Score) -> None:
 
 def test_every_case_is_labelled() -> None:
     """A case needs a source, a category from the contract and a rank (-1 when unknown)."""
-    from analyzer.categories import CATEGORIES
+    from analyzer.catalog.vocabulary import CATEGORIES
 
     for case in cases():
         exp = tomllib.loads((case / "expected.toml").read_text(encoding="utf-8"))

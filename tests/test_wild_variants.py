@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog import load_catalog
+from analyzer.catalog.load import load_catalog
 
 WILD = Path(__file__).resolve().parent / "wild"
 CASES = sorted(p for p in WILD.iterdir() if (p / "expected.toml").is_file())

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from analyzer.lint.rules import Finding
-from analyzer.report.safe import clean
+from analyzer.util.safe import clean
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 WIDTH = 100

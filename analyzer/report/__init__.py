@@ -30,7 +30,7 @@ def render(
         quiet: one line, ``category rank=… node=… confidence=…: cause`` (not for JSON).
         verbose: add the per-rank timeline and show tracebacks and long lines whole.
         color: the terminal report carries ANSI colours and is as wide as the terminal
-            (``analyzer.color.use_color`` decides it on the command line).
+            (``analyzer.util.color.use_color`` decides it on the command line).
 
     Raises ``ValueError`` for an unknown ``fmt``. Log text is escaped for the format.
     """

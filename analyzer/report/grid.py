@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzer.report.safe import clean
+from analyzer.util.safe import clean
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from analyzer import __version__
 from analyzer.report.grid import KIND_LABEL, Grid
 from analyzer.report.model import EvidenceView, ReportModel, build_model
-from analyzer.report.safe import html_text, shorten
+from analyzer.util.safe import html_text, shorten
+from analyzer.version import __version__
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -83,7 +83,7 @@ def e(text: object) -> str:
 
 def prose(text: object) -> str:
     """Escaped running text whose ``code`` spans become ``<code>`` elements."""
-    from analyzer.report.safe import code_spans
+    from analyzer.util.safe import code_spans
 
     return "".join(
         f"<code>{e(part)}</code>" if is_code else e(part) for is_code, part in code_spans(str(text))

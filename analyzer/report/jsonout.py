@@ -6,7 +6,7 @@ import json
 
 import regex
 
-from analyzer.verdict import Diagnosis
+from analyzer.decide.verdict import Diagnosis
 
 # json.dumps(ensure_ascii=False) escapes C0 controls but writes C1 controls (U+0080-U+009F, e.g.
 # the 8-bit CSI) and bidi overrides raw; escape them too so no terminal acts on them.

@@ -14,7 +14,7 @@ import regex
 
 from analyzer.report.grid import text_rows
 from analyzer.report.model import EvidenceView, ReportModel, build_model
-from analyzer.report.safe import shorten
+from analyzer.util.safe import shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -45,7 +45,7 @@ def code(text: str) -> str:
 
 def prose(text: str) -> str:
     """Running text with its ``code`` spans kept as code spans (everything else escaped)."""
-    from analyzer.report.safe import code_spans
+    from analyzer.util.safe import code_spans
 
     out = []
     for is_code, part in code_spans(text):

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from analyzer.flightrec.integrate import table_lines
+from analyzer.decide.flightrec import table_lines
 from analyzer.report.grid import Grid, build_grid
-from analyzer.report.safe import clean
+from analyzer.util.safe import clean
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
-    from analyzer.verdict import Evidence, Verdict
+    from analyzer.decide.verdict import Evidence, Verdict
 
 CONTEXT_HEAD = 2
 CONTEXT_TAIL = 5
@@ -129,7 +129,7 @@ class ReportModel:
     flight_recorder: list[str] = field(default_factory=list)
     """The Flight Recorder per-rank sequence table and verdict, plain lines (may be empty)."""
     advisories: list[AdvisoryView] = field(default_factory=list)
-    """Launch-rule advisories (:mod:`analyzer.launch`)."""
+    """Launch-rule advisories (:mod:`analyzer.decide.advisories`)."""
 
     @property
     def headline(self) -> str:

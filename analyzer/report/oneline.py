@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzer.report.safe import clean
-from analyzer.verdict import Diagnosis
+from analyzer.decide.verdict import Diagnosis
+from analyzer.util.safe import clean
 
 
 def one_line(d: Diagnosis) -> str:

@@ -3,7 +3,7 @@
 Verdict panel, evidence with a collapsed traceback, downstream symptoms, job facts and the rank
 grid; ``--verbose`` adds the per-rank timeline. Log text is untrusted: it only ever reaches rich
 as ``Text`` objects (never parsed as markup, no highlighting, no emoji codes) after
-:func:`~analyzer.report.safe.clean`, and a report rendered without colour is checked to hold no
+:func:`~analyzer.util.safe.clean`, and a report rendered without colour is checked to hold no
 escape sequence at all.
 """
 
@@ -20,7 +20,7 @@ from rich.text import Text
 
 from analyzer.report.grid import Grid, nodes_per_row, text_rows
 from analyzer.report.model import EvidenceView, ReportModel, build_model
-from analyzer.report.safe import clean, has_escape, shorten
+from analyzer.util.safe import clean, has_escape, shorten
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -280,7 +280,7 @@ def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: i
 
 
 def to_terminal(a: Analysis, *, color: bool, verbose: bool = False, width: int = WIDTH) -> str:
-    """Render the report, with ANSI colours when ``color`` (``analyzer.color.use_color``
+    """Render the report, with ANSI colours when ``color`` (``analyzer.util.color.use_color``
     decides it for the command line: ``--color``, ``NO_COLOR``, ``FORCE_COLOR``, a TTY)."""
     return render_model(build_model(a), color=color, verbose=verbose, width=width)
 

@@ -16,9 +16,9 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from analyzer.color import ColorChoice
-from analyzer.verdict import EXIT_DIAGNOSED as EXIT_OK
-from analyzer.verdict import EXIT_USAGE
+from analyzer.decide.verdict import EXIT_DIAGNOSED as EXIT_OK
+from analyzer.decide.verdict import EXIT_USAGE
+from analyzer.util.color import ColorChoice
 
 
 class _RunByDefault(TyperGroup):
@@ -156,7 +156,7 @@ def _finish(
     if not quiet:
         import shutil
 
-        from analyzer.color import use_color
+        from analyzer.util.color import use_color
 
         tty = use_color(color, sys.stdout)
         width = shutil.get_terminal_size((120, 24)).columns
@@ -171,7 +171,8 @@ def _finish(
 def _use_patterns(patterns: list[Path]) -> None:
     """Check the extra patterns once here, then hand them to the workers (which load the
     catalog themselves) through ``MCORE_DIAGNOSE_PATTERNS``."""
-    from analyzer.catalog import ENV_VAR, CatalogError, load_catalog
+    from analyzer.catalog.load import load_catalog
+    from analyzer.catalog.model import ENV_VAR, CatalogError
 
     try:
         load_catalog(patterns)
@@ -373,7 +374,7 @@ def run_cmd(
         meta.update(shard=f"{i}/{n}", jobs=len(jobs))
         if output is None:
             output = Path(f"triage-part-{i}-of-{n}.parquet")
-    from analyzer.triage.fingerprint import FINGERPRINT_VERSION
+    from analyzer.decide.fingerprint import FINGERPRINT_VERSION
 
     meta["fingerprint_version"] = FINGERPRINT_VERSION
     n_workers = usable_cpus() if workers is None else workers
@@ -424,7 +425,7 @@ def merge_cmd(
 
     mcore-diagnose triage merge parts/*.parquet -o triage.parquet --summary triage.md
     """
-    from analyzer.triage.fingerprint import FINGERPRINT_VERSION
+    from analyzer.decide.fingerprint import FINGERPRINT_VERSION
     from analyzer.triage.summary import TableError, merge_tables
 
     summaries = list(summary or [])

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import regex
 
-from analyzer.discover import LOG_SUFFIXES
+from analyzer.read.discover import LOG_SUFFIXES
 
 _SLURM_OUT = regex.compile(r"^slurm-(?P<id>\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$")
 _NAMED_OUT = regex.compile(r"^.+?[-_.](?P<id>\d{3,}(?:_\d+)?)\.(?:out|err)(?:\.gz)?$")

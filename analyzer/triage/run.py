@@ -65,7 +65,7 @@ COLUMNS: dict[str, str] = {
     "unknown_template": "str",
 }
 """The triage table's columns, in order. ``time`` is a datetime (the wall clock of the logs; in
-JSON and CSV the ISO 8601 form of ``analyzer.timefmt``)."""
+JSON and CSV the ISO 8601 form of ``analyzer.util.timefmt``)."""
 
 
 def polars_schema() -> dict[str, Any]:
@@ -148,7 +148,7 @@ def _catalog() -> Any:
     jobs take to diagnose)."""
     global _CATALOG
     if _CATALOG is None:
-        from analyzer.catalog import load_catalog
+        from analyzer.catalog.load import load_catalog
 
         _CATALOG = load_catalog([])
     return _CATALOG
@@ -162,7 +162,7 @@ def _good_run_templates(good_runs: tuple[str, ...]) -> frozenset[str] | None:
     if not good_runs:
         return None
     if good_runs not in _GOOD_RUNS:
-        from analyzer.unknown import baseline_templates
+        from analyzer.api import baseline_templates
 
         _GOOD_RUNS[good_runs] = baseline_templates([Path(g) for g in good_runs], _catalog())
     return _GOOD_RUNS[good_runs]
@@ -172,7 +172,7 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
     """Diagnose one job (in a worker process) and return its row; ``good_runs``: good runs of
     the same job, whose error lines are never an unknown failure's cause."""
     from analyzer.api import analyze
-    from analyzer.triage.fingerprint import FINGERPRINT_VERSION, fingerprint
+    from analyzer.decide.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id)
     a = analyze(path, catalog=_catalog(), workers=1, missing_ok=True)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analyzer.decide.fingerprint import FINGERPRINT_VERSION
 from analyzer.report.markdown import md
-from analyzer.report.safe import clean, html_text
-from analyzer.triage.fingerprint import FINGERPRINT_VERSION
+from analyzer.util.safe import clean, html_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -47,7 +47,7 @@ class Summary:
     vanished: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
     unknowns: pl.DataFrame | None = None
-    """Failures no pattern knows, grouped by template fingerprint (``analyzer.unknown``)."""
+    """Failures no pattern knows, grouped by template fingerprint (``analyzer.decide.unknown``)."""
 
     @property
     def failed(self) -> int:
@@ -83,7 +83,7 @@ def write_table(df: pl.DataFrame, path: Path, meta: dict[str, Any] | None = None
     """Write the triage table (format from the suffix; parquet carries ``meta``)."""
     import polars as pl
 
-    from analyzer.timefmt import POLARS_FORMAT
+    from analyzer.util.timefmt import POLARS_FORMAT
 
     fmt = table_format(path)
     if fmt == "parquet":
@@ -141,7 +141,7 @@ def _parse_times(col: pl.Series) -> pl.Series:
     """ISO 8601 strings (``T`` or space, any fraction, an offset dropped) -> naive datetimes."""
     import polars as pl
 
-    from analyzer.timestamps import parse_iso
+    from analyzer.lines.timestamps import parse_iso
 
     stamps = [parse_iso(v) if isinstance(v, str) else None for v in col.cast(pl.Utf8).to_list()]
     values = [s.to_datetime(1970) if s is not None else None for s in stamps]

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.catalog import Catalog, load_catalog
+from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import Catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(p.parent for p in (ROOT / "sample_logs").glob("*/*/expected.toml"))
@@ -38,7 +39,7 @@ class CliResult:
 def cli(*args: str | Path) -> CliResult:
     """``mcore-diagnose ARGS`` in this process (an exception escaping ``main`` fails the test,
     exactly as a traceback would end the real command)."""
-    from analyzer.cli import main
+    from analyzer.cli.commands import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
     err = io.StringIO()

@@ -84,8 +84,8 @@ def test_progress_bar_under_srun_label_keeps_the_label(tmp_path: Path) -> None:
     # srun --label prefixes only what follows a newline: frames after \r have no label.
     bar = b"  3: " + b"".join(b"Loading: %3d%%\r" % p for p in range(0, 101, 10))
     d = _job(tmp_path, {"slurm-1.out": bar + b"torch.OutOfMemoryError: CUDA out of memory.\n"})
-    from analyzer.discover import discover
-    from analyzer.read import read_job
+    from analyzer.read.discover import discover
+    from analyzer.read.job import read_job
 
     rr = read_job(discover([d]), CATALOG, workers=1)  # the reader's own events
     (ev,) = [e for s in rr.scans for e in s.events if e.role != "context"]
@@ -166,8 +166,8 @@ def test_permission_denied_on_everything(tmp_path: Path) -> None:
 
 def test_file_unreadable_between_discovery_and_reading(tmp_path: Path) -> None:
     d = _job(tmp_path, {"slurm-1.out": TB.encode(), "slurm-1.err": TB.encode()})
-    from analyzer.discover import discover
-    from analyzer.read import read_job
+    from analyzer.read.discover import discover
+    from analyzer.read.job import read_job
 
     disc = discover([d])
     (d / "slurm-1.err").unlink()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from _robust import CATALOG, SAMPLES, expected
 
-from analyzer.prefixes import split_prefixes
-from analyzer.sanitize import clean_line, decode
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.util.sanitize import clean_line, decode
 
 SUCCESSFUL = [s for s in SAMPLES if expected(s).get("category") == "none"]
 

@@ -12,14 +12,14 @@ from _robust import CATALOG
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import analyzer.scan as scan_mod
-from analyzer.discover import LogFile, sniff_binary
-from analyzer.prefilter import StampSieve
-from analyzer.prefixes import split_prefixes
-from analyzer.sanitize import MAX_LINE_CHARS, clean_line, decode
-from analyzer.scan import FileScanner
-from analyzer.search import Searcher, StreamClock
-from analyzer.timestamps import Stamp, find_stamp, parse_glog, parse_iso
+import analyzer.read.file as scan_mod
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.lines.timestamps import Stamp, find_stamp, parse_glog, parse_iso
+from analyzer.read.discover import LogFile, sniff_binary
+from analyzer.read.file import FileScanner
+from analyzer.read.prefilter import StampSieve
+from analyzer.read.search import Searcher, StreamClock
+from analyzer.util.sanitize import MAX_LINE_CHARS, clean_line, decode
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 READER = settings(SETTINGS, max_examples=50)

@@ -1,0 +1,162 @@
+"""The diagnosis objects and their JSON form (the contract in ``categories.md``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from analyzer.util.timefmt import iso
+
+SCHEMA_VERSION = 1
+
+
+EXIT_DIAGNOSED = 0
+EXIT_UNKNOWN = 1
+EXIT_NO_FAILURE = 2
+EXIT_UNREADABLE = 3
+EXIT_USAGE = 64
+EXIT_CODES: dict[int, str] = {
+    EXIT_DIAGNOSED: "the job failed and a cause was diagnosed",
+    EXIT_UNKNOWN: "the job failed but the cause is unknown",
+    EXIT_NO_FAILURE: "no failure found (status ok)",
+    EXIT_UNREADABLE: "nothing could be read (missing path, empty directory, no log files)",
+    EXIT_USAGE: "usage error (bad option, bad pattern file)",
+}
+"""The exit statuses of every command, defined once (docs/contract.md says the same)."""
+
+
+@dataclass
+class Evidence:
+    """A log line that supports a verdict."""
+
+    file: str
+    line: int
+    text: str
+    rank: int | None = None
+    node: str | None = None
+    time: datetime | None = None
+    context: list[str] = field(default_factory=list)
+    """Surrounding lines (a traceback), shown collapsed."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        d: dict[str, Any] = {"file": self.file, "line": self.line, "text": self.text}
+        if self.context:
+            d["context"] = self.context
+        return d
+
+
+@dataclass
+class Verdict:
+    """One explanation of the failure."""
+
+    category: str
+    cause: str
+    fix: str
+    confidence: float
+    pattern_id: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
+    node_index: int | None = None
+    time: datetime | None = None
+    title: str = ""
+    evidence: list[Evidence] = field(default_factory=list)
+    rank_note: str | None = None
+    """Why ``rank`` is null, or how the culprit was found."""
+    attempt: int | None = None
+    key: dict[str, str] = field(default_factory=dict)
+    """What identifies this failure across jobs (exception type, frame, message template):
+    the fingerprint's input, independent of the rendered wording."""
+    unknown: dict[str, Any] | None = None
+    """For a verdict inferred from a line no pattern knows: its template and fingerprint."""
+    rule: str | None = None
+    """The decision rule that chose this verdict (``analyzer.decide.wording.RULES``)."""
+    rank_rule: str | None = None
+    """How the rank was settled (or why none is named); ``rank_note`` says it in words."""
+    rank_facts: dict[str, Any] = field(default_factory=dict)
+    """The facts behind ``rank_rule`` (file, line, ranks ...), for the note."""
+    rank_assumed: bool = False
+    """The rank is a local rank taken as global: the logs show a single node."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form, with the contract's keys first."""
+        d: dict[str, Any] = {
+            "category": self.category,
+            "pattern_id": self.pattern_id,
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "node": self.node,
+            "time": iso(self.time),
+            "cause": self.cause,
+            "fix": self.fix,
+            "confidence": round(self.confidence, 2),
+            "evidence": [e.as_dict() for e in self.evidence],
+            "title": self.title,
+            "node_index": self.node_index,
+            "rank_note": self.rank_note,
+            "attempt": self.attempt,
+            "rule": self.rule,
+            "rank_rule": self.rank_rule,
+        }
+        if self.unknown is not None:
+            d["unknown"] = self.unknown
+        return d
+
+
+@dataclass
+class Diagnosis:
+    """The verdict on a job, with alternatives, symptoms and facts."""
+
+    status: str
+    """``failed``, ``ok`` or ``unknown`` (nothing could be read)."""
+    verdict: Verdict
+    alternatives: list[Verdict] = field(default_factory=list)
+    symptoms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    symptom_lines: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    attempts: list[Verdict] = field(default_factory=list)
+    phase: str | None = None
+    problems: list[str] = field(default_factory=list)
+    files: int = 0
+    bytes_read: int = 0
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per-rank first event (role, category, time, node) for the rank grid."""
+    flight_recorder: dict[str, Any] | None = None
+    """What the Flight Recorder dumps show (``analyzer.flightrec``), when there were any."""
+    advisories: list[dict[str, Any]] = field(default_factory=list)
+    """Launch-rule advisories (``analyzer.decide.advisories``), also for jobs that did not
+    fail."""
+    batch_script: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status for this diagnosis (see :data:`EXIT_CODES`)."""
+        if self.status == "unknown":
+            return EXIT_UNREADABLE
+        if self.status == "ok":
+            return EXIT_NO_FAILURE
+        if self.verdict.category == "unknown":
+            return EXIT_UNKNOWN
+        return EXIT_DIAGNOSED
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON report."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "status": self.status,
+            "verdict": self.verdict.as_dict(),
+            "alternatives": [a.as_dict() for a in self.alternatives],
+            "symptoms": self.symptoms,
+            "symptom_summary": self.symptom_lines,
+            "facts": self.facts,
+            "phase": self.phase,
+            "attempts": [a.as_dict() for a in self.attempts],
+            "ranks": {str(k): v for k, v in sorted(self.ranks.items())},
+            "problems": self.problems,
+            "files_read": self.files,
+            "bytes_read": self.bytes_read,
+            "advisories": self.advisories,
+            "batch_script": self.batch_script,
+        } | ({"flight_recorder": self.flight_recorder} if self.flight_recorder else {})

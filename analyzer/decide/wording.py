@@ -1,0 +1,249 @@
+"""English for the decisions: the one place that turns what the reasoning decided into words.
+
+The reasoning (``analyzer.decide.reason``) records *what* it decided on each verdict — the rule that
+chose it (``Verdict.rule``) and how the rank was settled (``Verdict.rank_rule`` with the facts
+behind it in ``Verdict.rank_facts``) — and never writes a sentence itself. The functions here
+write every sentence the reasoning needs; ``finish`` renders the rank note of a verdict once the
+decision is complete. Pattern text (a catalog ``cause``/``fix`` filled with captures) is
+rendered by ``analyzer.catalog.model.render``; fixes tailored to the job by
+``analyzer.decide.fixes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzer.decide.verdict import Verdict
+
+RULES: dict[str, str] = {
+    "root": "the earliest root that explains the others",
+    "end-after-symptoms": "symptoms before a SLURM end: the end only confirmed them",
+    "slurm-end": "SLURM ended the job and nothing failed before",
+    "death-record": "no root line: a worker's death record",
+    "hang": "only collective timeouts: a hang, with a culprit only from evidence",
+    "symptoms": "only symptoms, most of them of one class",
+    "unknown": "only symptoms of no class",
+    "none": "no failure in the logs",
+    "inferred": "a line no pattern knows, inferred from its place in the failure",
+    "alternative": "considered and not preferred (an alternative of the verdict)",
+}
+"""The decision rules a verdict can come from (``Verdict.rule``); docs/decisions.md explains
+each."""
+
+RANK_NOTES: dict[str, str] = {
+    "from-line": "rank from {file}:{line}",
+    "peer-died-first": (
+        "a worker died before this link error ({file}:{line}); the reporting rank is not blamed"
+    ),
+    "same-way-first": "{who} failed the same way; rank {rank} was first",
+    "same-way-together": "{who} failed the same way at the same time: no single rank to blame",
+    "uniform": (
+        "every rank raises this alike at start-up; the logs show it on rank {rank} only, which "
+        "names no culprit"
+    ),
+    "only-death": "the only worker the launcher reports dead ({file}:{line})",
+    "srun-exit": "node from srun's exit of task {task} ({file}:{line})",
+    "srun-exits-many": (
+        "the line carries no node label, and {tasks} srun tasks exited on their own: no node is "
+        "named"
+    ),
+    "victim": "rank {rank} only showed a symptom; no rank is named",
+    "only-rank": "the job ran a single process: rank 0",
+    "slurm-end": "SLURM ended every task of the job",
+    "culprit": "{reason}",
+    "inferred": "inferred: the first unknown error line, {spread}{new}",
+    "paste-cut": (
+        "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
+        "cannot show which rank failed first"
+    ),
+}
+"""How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
+
+ASSUMED = "assumed global rank = local rank: the logs show a single node"
+
+
+def rank_note(rule: str, facts: dict[str, Any]) -> str:
+    """The note for a rank settled by ``rule`` with ``facts``."""
+    return RANK_NOTES[rule].format(**facts)
+
+
+def finish(v: Verdict) -> None:
+    """Render the rank note of a decided verdict (its rule, then the single-node assumption)."""
+    note = rank_note(v.rank_rule, v.rank_facts) if v.rank_rule else v.rank_note
+    if v.rank_assumed:
+        note = f"{note}; {ASSUMED}" if note else ASSUMED
+    v.rank_note = note
+
+
+def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
+    """The cause of a hang verdict."""
+    if culprit is not None:
+        return (
+            f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "
+            f"{culprit}: {reason}."
+        )
+    return (
+        f"The job hung: {ranks} rank(s) timed out in {what}, and {reason}, so no rank is accused."
+    )
+
+
+HANG_REASONS: dict[str, str] = {
+    "desync": "PyTorch's desync report names rank {rank} as lagging",
+    "op-mismatch": (
+        "collective mismatch at SeqNum {seq}: rank {rank} ran {op} while the others ran {others_op}"
+    ),
+    "call-mismatch": (
+        "rank {rank} timed out in {op} while the other {others} timed out in {others_op} (their "
+        "tracebacks): a collective mismatch"
+    ),
+    "lowest-enqueued": (
+        "rank {rank} last enqueued work {last_enqueued} while the others reached "
+        "{others_reached}: it never issued the collective the others wait in"
+    ),
+    "missing": (
+        "rank {rank} is the only rank of {world} that reported no collective timeout: the others "
+        "were waiting for it"
+    ),
+}
+"""How the hang analysis (``analyzer.decide.hangs``) named a culprit, by rule; ``none`` and
+``dumps`` are worded by ``hang_reason`` itself."""
+
+
+def _short(ranks: list[int]) -> str:
+    if len(ranks) <= 8:
+        return ", ".join(map(str, ranks))
+    return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"
+
+
+def hang_reason(rule: str, detail: dict[str, Any]) -> str:
+    """Why the hang analysis named its culprit (or none), from its rule and facts."""
+    if rule == "dumps":
+        why = f"the Flight Recorder dumps show it: {detail['shown']}"
+        logs_rank = detail.get("logs_rank")
+        if logs_rank is None:
+            return why + " (the logs alone name no rank)"
+        if logs_rank != detail["rank"]:
+            logs_why = hang_reason(detail["logs_rule"], detail["logs_detail"])
+            return why + f" (the logs alone pointed at rank {logs_rank}: {logs_why})"
+        return why + " (the logs agree)"
+    if rule == "none":
+        missing = detail.get("missing") or []
+        why = "the timeout reports do not single out one rank"
+        if len(missing) > 1:
+            why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
+        elif not detail.get("world_known"):
+            why += " and the job's world size is not in the logs"
+        if detail.get("first_watchdog") is not None:
+            why += f"; the first watchdog to fire was on rank {detail['first_watchdog']}"
+        return why
+    return HANG_REASONS[rule].format(**detail)
+
+
+def collective(op: str | None, seq: str | None) -> str:
+    """A collective as a hang cause names it."""
+    return f"{op} SeqNum {seq}" if op and seq else "a collective"
+
+
+def then_slurm_ended(what: str) -> str:
+    """Appended to a cause that a SLURM end only confirmed."""
+    return f" SLURM then ended the job ({what})."
+
+
+def attempt_suffix(attempt: int | None, attempts: int) -> str:
+    """Appended to the cause of a job that restarted."""
+    return f" (attempt {attempt} of {attempts}; see the per-attempt verdicts)"
+
+
+UNKNOWN_TITLE = "Failure with no named cause"
+UNKNOWN_FIX = (
+    "Look at the evidence below; if the cause is in a line no pattern knows, add a pattern "
+    "with --patterns DIR."
+)
+
+
+def unknown_cause(first_sign: str) -> str:
+    """The cause of a failure whose logs name none."""
+    return (
+        "The job failed, but no line in its logs names a cause: the earliest sign is "
+        f"“{first_sign}”."
+    )
+
+
+INFERRED_TITLE = "Failure no pattern knows (inferred from one rank's line)"
+NEW_SINCE_GOOD_RUN = ", new since the good run"
+
+
+def spread(ranks: int, world: int | None) -> str:
+    """``on 1 of 8 ranks``: how many ranks printed an unknown line."""
+    return f"on {ranks} of {world} ranks" if world else f"on {ranks} rank(s)"
+
+
+def inferred_cause(
+    rank: int | None, line: str, near_death: bool, spread: str, new: str, cascade: str
+) -> str:
+    """The cause of a verdict inferred from a line no pattern knows
+    (``analyzer.decide.unknown``)."""
+    short = line if len(line) <= 200 else line[:197] + "…"
+    death = " just before that rank died" if near_death else ""
+    return (
+        f"Rank {rank} printed “{short}”{death}; no catalog pattern knows this line, and it "
+        f"came first ({spread}{new}), so it is inferred to be the cause of what followed "
+        f"({cascade}, kept as an alternative)."
+    )
+
+
+def inferred_fix(rank: int | None, node: str | None) -> str:
+    """What to do about a line no pattern knows, on the rank (and node) that printed it."""
+    where = f"rank {rank}" + (f" (node {node})" if node is not None else "")
+    return (
+        f"Look at what printed this line on {where}: the component it names (a data loader, "
+        "a storage client, a native library) and its input at that moment. If it is the "
+        "cause, turn it into a pattern: `mcore-diagnose patterns suggest JOB_DIR -o DIR`, "
+        "then diagnose with `--patterns DIR`."
+    )
+
+
+NONE_TITLE = "No failure"
+NONE_CAUSE = "No failure was found in the logs."
+NONE_FIX = "Nothing to fix."
+
+OVER_JOINED_TITLE = "More workers joined than the world size"
+OVER_JOINED_FIX = (
+    "Give each job its own MASTER_PORT (or a fresh init file for file://, deleted before the "
+    "run); make sure no earlier run of the job is still alive."
+)
+
+
+def over_joined_cause(joined: str, world: str) -> str:
+    """More workers registered in a store than the world holds."""
+    return (
+        f"{joined} workers registered in a store meant for a world of {world}: another job (or "
+        "an earlier run's file:// store) shares this store, so the process group can never form."
+    )
+
+
+CLAIMED_TWICE_TITLE = "The same global rank claimed twice"
+CLAIMED_TWICE_FIX = (
+    "Start exactly one process per rank: with Lightning under SLURM set --ntasks-per-node to "
+    "the GPUs per node (srun starts the processes, Lightning does not spawn); with torchrun, "
+    "one srun task per node."
+)
+
+
+def claimed_twice_cause(rank: int, file: str, first_line: int, line: int) -> str:
+    """One global rank claimed by two processes."""
+    return (
+        f"Global rank {rank} was claimed twice ({file} lines {first_line} and {line}): two "
+        "launchers assign the same ranks, so the process group can never form and the job hangs "
+        "at start-up."
+    )
+
+
+def downstream_line(who: str, what: str, when: str, lines: int) -> str:
+    """One line of the downstream-symptom summary."""
+    return f"{who} then hit “{what}”{when} ({lines:,} line{'s' if lines != 1 else ''}) — downstream"
+
+
+def ranks_phrase(n: int) -> str:
+    """``1 rank`` / ``1,024 ranks``, or ``the job`` when no rank is known."""
+    return f"{n:,} rank{'s' if n != 1 else ''}" if n else "the job"

@@ -1,0 +1,328 @@
+"""Strip the launcher and logger prefixes that stack in front of a log message.
+
+Outermost first: srun ``--label`` (``  3: ``) or a pdsh host (``worker-1: ``, DeepSpeed's
+multi-node launcher), OpenMPI's / Horovod's ``--tag-output`` (``[1,3]<stderr>:``, ``[3]<stdout>:``),
+a Ray actor (``(RayTrainWorker pid=1193, ip=10.244.4.193) ``), a launcher tag such as NeMo-Run's
+``i.pretrain/0 ``, torchrun's ``--tee`` header (``[default3]:``) or a
+``--log-line-prefix-template`` header (``[24]:``), c10d's ``[rank3]:``, Lightning's
+``[rank: 3] `` or Determined's ``[rank=3] ``, then the C++
+(``[E1202 15:34:58.764000000 File.cpp:12] ``) or Python logger prefix
+(``W1202 15:34:58.764000 4242 path/api.py:897] ``). Innermost, Python's exception-group margin
+(``  | ``, ``    | ``, ``  + `` in front of ``Exception Group Traceback``) is dropped, so the
+frames and the message of a sub-exception read like any traceback.
+
+A markdown quote (``> ``) of a pasted log is dropped first (in a file that is a quoted paste
+as a whole, ``quoted_paste``, from every line), then a log collector's RFC 3339 time
+(``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions:
+``2024-05-01T12:34:56.789012345Z ``) or a syslog-style time (moreutils ``ts``, a journald
+record with its host: ``May 01 12:34:56 node01 kernel: ``), which dates a line that has no
+stamp of its own, then pytest's ``E       ``.
+
+Ranks: ``[rankN]:``, a ``[N]:`` template, the MPI rank of ``--tag-output``, Lightning's
+``[rank: N]`` and Determined's ``[rank=N]`` are global ranks; ``[defaultN]:`` is a local rank.
+The ``[Rank N]`` inside ProcessGroupNCCL's messages is a process-group rank (group-local for a
+subgroup) and stays in the message. A Ray actor prefix names a process and a host, never a rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from analyzer.lines.timestamps import Stamp, parse_glog, parse_iso
+
+_COLLECTOR = regex.compile(
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(?:Z|[+-]\d\d:?\d\d) (?=.)"
+)
+"""An RFC 3339 time with its zone and one space, in front of every line a log collector
+re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw logs
+(``2024-05-01T12:34:56.789012345Z ``). Outermost after a quote; it dates the line when the
+program's own prefixes do not."""
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_SYSLOG = regex.compile(
+    r"(?P<mon>" + "|".join(_MONTHS) + r") {1,2}(?P<d>\d{1,2}) "
+    r"(?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<f>\d{1,6}))? "
+    r"(?:(?P<host>[A-Za-z0-9][\w.-]*) (?:kernel|[\w./-]+\[\d+\]): )?(?=.)"
+)
+"""A syslog-style time in front of a line: moreutils ``ts`` (``May 01 12:34:56 ``), or a
+journald / syslog record (``May 01 12:34:56 node01 kernel: ``, ``... node01 python[4242]: ``),
+whose host is the node the line is about."""
+_SRUN = regex.compile(r"(?:P\d+ )?\ *(\d{1,6}): ")
+_PDSH = regex.compile(
+    r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)"
+    r"|(?P<host>(?!(?:python|pip|gcc|cc|ld|sm|cuda|py)\d)[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*"
+    r"(?:\.[A-Za-z][A-Za-z0-9-]*)*): "
+    r"(?=\[|\s|Traceback|/|bash: |[\w.]*(?:Error|Exception|Warning)\b|[\w.-]+:\d+:\d+ \[\d+\] )"
+)
+"""pdsh (DeepSpeed's multi-node launcher) prefixes each remote line with ``host: ``. A host is an
+IPv4 address, or a name with a digit (``worker-1``, ``node017``) followed by what a training log
+line starts with (a bracket, indentation, a traceback, an exception, an NCCL prefix): a kernel
+driver's ``nvidia-nvswitch3: SXid …`` or a program's ``RuntimeError: `` are not hosts."""
+_OMPI = regex.compile(r"\[(?:\d+,)?(\d{1,6})\]<(?:stdout|stderr|stddiag)>: ?")
+_RAY = regex.compile(
+    r"\((?:[A-Za-z_][\w.:-]* )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
+)
+_LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
+_QUOTE = regex.compile(r"(?:> )+(?=\S)")
+"""A markdown block quote (``> ``) around a pasted log. Megatron itself prints ``> building
+...`` lines, so the quote is dropped only in front of another prefix or a traceback line."""
+_PASTE = regex.compile(r"(?:> ?)+")
+"""The quote of a line in a file that is a quoted paste as a whole (``quoted_paste``)."""
+_PYTEST = regex.compile(r"E {7}(?= *\S)")
+"""pytest's failure report puts ``E       `` in front of every line of an exception (a
+paste from a failed test): dropped like a quote."""
+_QUOTED = regex.compile(r"Traceback |\s*File \"|[\w.]*(?:Error|Exception|Interrupt)\b")
+_DETERMINED = regex.compile(r"(?:\[[\w.:-]*\] )?\[rank=(\d{1,6})\] ")
+"""Determined's trial log prefix ``[container] [rank=N] `` (N is the global rank)."""
+_TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)")
+_TEE = regex.compile(r"\[(?!rank\d)([A-Za-z_][A-Za-z_-]*?)(\d{1,5})\]:")
+_TEMPLATE = regex.compile(r"\[(\d{1,6})\]:")
+_RANK = regex.compile(r"\[rank(\d{1,6})\]: ?")
+_CPP = regex.compile(r"\[(?P<lvl>[FEWIV])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d+)?\ ?[\w.]+:\d+\] ?")
+_PYLOG = regex.compile(
+    r"(?P<lvl>[VIWEFC])(?P<ts>\d{3,4} \d\d:\d\d:\d\d\.\d{6}) +(?P<pid>\d+) [^\s\]]+:\d+\] ?"
+)
+_PY21 = regex.compile(
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [\w.]+: \[(?P<lvl>[A-Z]+)\] ?"
+)
+_BASIC = regex.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):torch[\w.]*:")
+_GROUP = regex.compile(r"(?:  )+(?:\| (?=.)|\+ (?=Exception Group Traceback ))")
+"""Python 3.11+ prints an ``ExceptionGroup`` (asyncio's ``TaskGroup``, Ray, anyio) with a margin
+of ``|`` two spaces deeper per nesting level, ``+`` on the group's first line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prefixed:
+    """What the prefixes of one line say, and the message behind them."""
+
+    message: str
+    task: int | None = None
+    """srun ``--label`` task id (the node index with one task per node)."""
+    local_rank: int | None = None
+    """From torchrun's ``[default3]:`` header."""
+    rank: int | None = None
+    """Global rank from ``[rank3]:`` or a ``[${rank}]:`` prefix template."""
+    level: str | None = None
+    """Logger level letter (E, W, I, ...) when a logger prefix was present."""
+    stamp: Stamp | None = None
+    """Timestamp carried by the logger prefix."""
+    logger_pid: int | None = None
+    host: str | None = None
+    """The host named by a pdsh ``host: `` prefix or a Ray actor's ``ip=``."""
+    worker_pid: int | None = None
+    """The process named by a Ray actor prefix ``(Actor pid=N ...)``."""
+
+
+_DIGITS = frozenset("0123456789")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_SRUN_FIRST = _DIGITS | {"P", " "}
+_AFTER_SPACES = _DIGITS | {"|", "+"}
+"""What may follow the leading spaces of a line that has a prefix: srun's task number
+(``  3: ``), an exception group's margin (``  | ``, ``  + ``); any other character means no
+prefix at all (``regex``'s ``\\d`` also matches other Unicode digits: from ``\\x80`` up the
+line takes the long way)."""
+_PDSH_FIRST = _DIGITS | _LETTERS
+_PYLOG_FIRST = frozenset("VIWEFC")
+_BASIC_FIRST = frozenset("DIWEC")
+"""The ASCII characters each prefix can start with (``regex``'s ``\\d`` also matches other
+Unicode digits, so a character from ``\\x80`` up is always tried). A prefix that cannot start
+at the current position is not tried: most lines have one or two prefixes, and a failed
+``match`` call costs as much as the test that avoids it many times over."""
+_INNER_FIRST = frozenset("[(") | _LETTERS | _PYLOG_FIRST | _BASIC_FIRST
+"""Every ASCII character a prefix after srun's / pdsh's can start with: at a position holding
+none of them (nor a character from ``\\x80`` up) no further prefix can be peeled."""
+
+_new = object.__new__
+_SET = tuple(Prefixed.__dict__[n].__set__ for n in Prefixed.__slots__)
+
+
+def _prefixed(
+    message: str,
+    task: int | None = None,
+    local_rank: int | None = None,
+    rank: int | None = None,
+    level: str | None = None,
+    stamp: Stamp | None = None,
+    logger_pid: int | None = None,
+    host: str | None = None,
+    worker_pid: int | None = None,
+) -> Prefixed:
+    """``Prefixed(...)`` at half the cost: a frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` for every field; the slots' own descriptors are set directly."""
+    o = _new(Prefixed)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _SET
+    s0(o, message)
+    s1(o, task)
+    s2(o, local_rank)
+    s3(o, rank)
+    s4(o, level)
+    s5(o, stamp)
+    s6(o, logger_pid)
+    s7(o, host)
+    s8(o, worker_pid)
+    return o
+
+
+_SYSLOG_FIRST = frozenset(m[0] for m in _MONTHS)
+
+
+def _syslog_stamp(m: regex.Match[str]) -> Stamp | None:
+    """The stamp of a ``_SYSLOG`` match (no year: the job's year fills it in)."""
+    month = _MONTHS.index(m["mon"]) + 1
+    day = int(m["d"])
+    if not 1 <= day <= 31:
+        return None
+    micro = int((m["f"] + "000000")[:6]) if m["f"] else 0
+    return Stamp(None, month, day, int(m["h"]), int(m["mi"]), int(m["s"]), micro)
+
+
+def _may(first: frozenset[str], line: str, pos: int) -> bool:
+    """Whether a prefix whose first character is one of ``first`` may start at ``pos``."""
+    c = line[pos : pos + 1]
+    return c in first or c >= "\x80"
+
+
+def quoted_paste(data: bytes) -> bool:
+    """Whether a file's first block reads as a log pasted inside a markdown quote: of its
+    first 200 non-empty lines, 80 % (and at least one) start with ``>``. Megatron's own ``> ``
+    lines are a minority of any real log's lines."""
+    head = data[: 64 << 10]
+    if head[:1] != b">" and b"\n>" not in head:
+        return False  # most files: no line starts with a quote
+    lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
+    quoted = sum(1 for ln in lines if ln[:1] == b">")
+    return quoted >= 1 and quoted >= 0.8 * len(lines)
+
+
+def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
+    """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message.
+    ``quoted``: the line is from a quoted paste (``quoted_paste``), so a leading ``> `` is
+    always the quote, whatever follows it."""
+    if line[:1] == " ":
+        # An indented line (Megatron's `` [time] iteration …``, a traceback's frames) carries
+        # a prefix only when the spaces lead to srun's task number (``  3: ``) or to an
+        # exception group's margin (``  | ``, ``  + ``); otherwise nothing can be peeled.
+        c = line.lstrip(" ")[:1]
+        if c and c not in _AFTER_SPACES and c < "\x80":
+            return _prefixed(line)
+    pos = 0
+    task = local_rank = rank = pid = None
+    level: str | None = None
+    stamp: Stamp | None = None
+
+    worker_pid: int | None = None
+
+    quote = (_PASTE if quoted else _QUOTE).match(line) if line[:1] == ">" else None
+    if quote:
+        pos = quote.end()
+    collected: Stamp | None = None
+    m = _COLLECTOR.match(line, pos) if _may(_DIGITS, line, pos) else None
+    if m:
+        collected = parse_iso(m["ts"])
+        pos = m.end()
+    host: str | None = None
+    if line[pos : pos + 1] in _SYSLOG_FIRST:
+        m = _SYSLOG.match(line, pos)
+        if m:
+            collected = collected or _syslog_stamp(m)
+            host = m["host"]
+            pos = m.end()
+    m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
+    if m:
+        pos = m.end()
+    m = _SRUN.match(line, pos) if _may(_SRUN_FIRST, line, pos) else None
+    if m:
+        task = int(m[1])
+        pos = m.end()
+    else:
+        m = _PDSH.match(line, pos) if _may(_PDSH_FIRST, line, pos) else None
+        if m:
+            host = m["host"]
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c not in _INNER_FIRST and c < "\x80":
+        # Nothing more can be peeled (most lines of a log that has no prefixes end here).
+        if c == " ":
+            m = _GROUP.match(line, pos)
+            if m:
+                pos = m.end()
+        if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
+            pos = 0  # Megatron's own "> " line, not a quote
+        return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
+    if c == "[" or c >= "\x80":
+        m = _OMPI.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "(" or c >= "\x80":
+        m = _RAY.match(line, pos)
+        if m:
+            worker_pid = int(m["pid"])
+            host = m["ip"] or host
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _DETERMINED.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    m = _TAG.match(line, pos) if _may(_LETTERS, line, pos) else None
+    if m:
+        pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _TEE.match(line, pos)
+        if m:
+            local_rank = int(m[2])
+            pos = m.end()
+        else:
+            m = _TEMPLATE.match(line, pos)
+            if m:
+                rank = int(m[1])
+                pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _RANK.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _LIGHTNING.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    c = line[pos : pos + 1]
+    for rx in (
+        (_CPP, _PY21) if c == "["
+        else (_PYLOG, _BASIC) if c in _PYLOG_FIRST or c in _BASIC_FIRST
+        else (_CPP, _PYLOG, _PY21, _BASIC) if c >= "\x80"
+        else ()
+    ):
+        m = rx.match(line, pos)
+        if m:
+            level = m["lvl"][0]
+            ts = m.groupdict().get("ts")
+            if ts:
+                stamp = parse_iso(ts) if "-" in ts else parse_glog(level + ts)
+            if m.groupdict().get("pid"):
+                pid = int(m["pid"])
+            pos = m.end()
+            break
+    c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _LIGHTNING.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+    if line[pos : pos + 1] == " ":
+        m = _GROUP.match(line, pos)
+        if m:
+            pos = m.end()
+    if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
+        pos = 0  # Megatron's own "> " line, not a quote
+    return _prefixed(
+        line[pos:], task, local_rank, rank, level, stamp or collected, pid, host, worker_pid
+    )

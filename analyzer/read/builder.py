@@ -1,0 +1,328 @@
+"""The event builder: matched lines become raw events; Python tracebacks become one event.
+
+The third of the reader's three parts (see ``scan.py``). It walks a block's candidate lines
+in order and keeps the state that crosses block boundaries: the tracebacks still open. A
+traceback (``Traceback (most recent call last):``) is followed line by line, per writer (the
+launcher prefixes of its first line: lines of other writers interleave freely and are read as
+usual), and ends at its exception line, at the first line of its writer that cannot belong to
+a traceback (not indented, not a frame, not an exception line, not "During handling …", not a
+second start before any frame, as two processes sharing one label print), or
+``TRACEBACK_MAX_LINES`` lines after it began. Its event carries the exception type and message
+and the innermost frame. Repeated events are bounded per writer and pattern (``bound.py``).
+"""
+
+from __future__ import annotations
+
+import regex
+
+from analyzer.catalog.model import Pattern, PatternMatch
+from analyzer.lines.prefixes import Prefixed
+from analyzer.lines.timestamps import Stamp
+from analyzer.read.commranks import nccl_writer
+from analyzer.read.discover import LogFile
+from analyzer.read.fold import Item, RepeatBound
+from analyzer.read.match import WINDOW_BYTES, LineMatcher
+from analyzer.read.records import RawEvent
+from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
+
+TRACEBACK_MAX_LINES = 400
+"""A traceback still open this many lines after it began is cut there."""
+TRACEBACK_START = "Traceback (most recent call last):"
+_STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
+"""A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
+``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
+GENERIC_EXCEPTION_ID = "python.exception.uncaught"
+"""The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
+_CHAIN = ("During handling", "The above exception")
+TRACEBACK_PATTERN = Pattern(
+    id="python.traceback",
+    category="python_exception",
+    role="root",
+    title="Uncaught Python exception",
+    needles=(TRACEBACK_START,),
+    regex=regex.compile(regex.escape(TRACEBACK_START)),
+    cause="An uncaught {exc_type} was raised: {exc_msg} (at {frame}).",
+    fix="Fix the code or input that raised {exc_type}; the traceback shows where.",
+    versions=("Python 3",),
+    source="Python traceback, assembled by the reader",
+    examples=(),
+    counter_examples=(),
+    origin="analyzer/read/builder.py",
+    tags=frozenset({"uncatalogued"}),
+)
+"""The event of a traceback whose lines no catalog pattern claims."""
+EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
+FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
+Writer = tuple[int | None, int | None, int | None, str | None, int | None]
+_Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
+"""(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
+
+
+def writer(p: Prefixed) -> Writer:
+    """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
+    pid); the last two from a pdsh or Ray actor prefix."""
+    return (p.task, p.local_rank, p.rank, p.host, p.worker_pid)
+
+
+class _Traceback:
+    """A traceback being read: the state that may cross block boundaries."""
+
+    __slots__ = ("anchor", "body", "exc", "first_line", "frame_hit", "frames", "matches")
+
+    def __init__(self, anchor: _Line, message: str) -> None:
+        self.anchor = anchor
+        self.first_line = anchor[2]
+        self.body: list[str] = [message.strip()]
+        self.frames: list[str] = []
+        self.matches: list[tuple[PatternMatch, _Line]] = []
+        self.exc: _Line | None = None
+        self.frame_hit: PatternMatch | None = None
+        """The innermost frame a ``frame``-tagged pattern names."""
+
+
+class EventBuilder:
+    """Turn one file's candidate lines into raw events (one builder per file)."""
+
+    def __init__(self, lf: LogFile, matcher: LineMatcher, clock: StreamClock) -> None:
+        self.lf = lf
+        self.matcher = matcher
+        self.clock = clock
+        self.bound = RepeatBound(self._build)
+        self.open: dict[Writer, _Traceback] = {}
+        """Open tracebacks by writer, oldest first."""
+        self.started = False
+        """Whether the file's first line has been looked at (``_head``)."""
+
+    # -- blocks ---------------------------------------------------------------------------
+    def block(self, blk: Block, starts: list[int]) -> None:
+        """Read one block, given the sorted starts of its candidate lines."""
+        n = len(blk.data)
+        pos = 0 if self.started else self._head(blk)
+        i = 0
+        while True:
+            if self.open:
+                pos = self._follow(blk, pos)
+                if pos >= n:
+                    break
+            while i < len(starts) and starts[i] < pos:
+                i += 1
+            if i >= len(starts):
+                break
+            pos = self._candidate(blk, starts[i])
+        self.bound.settle()
+
+    def finish(self) -> list[RawEvent]:
+        """Close what is still open at the end of the file; every kept event in file order."""
+        for tb in list(self.open.values()):
+            self._close(tb)
+        return self.bound.events()
+
+    def _head(self, blk: Block) -> int:
+        """A log that begins inside a traceback (its first line is an indented frame: a paste
+        or an excerpt cut above ``Traceback (most recent call last):``) opens that traceback
+        *headless*, so its frames join the exception line below them. Returns where reading
+        goes on."""
+        self.started = True
+        data = blk.data
+        pos, n = 0, len(data)
+        while pos < n:  # the first line with text
+            e = blk.line_end(pos)
+            if data[pos:e].strip():
+                break
+            pos = e + 1
+        else:
+            self.started = False  # a block of blank lines: look again in the next one
+            return pos
+        raw = data[pos : min(e, pos + WINDOW_BYTES)]
+        text, pre = self.matcher.line(raw)
+        msg = pre.message
+        if not (msg[:1].isspace() and FRAME.match(msg)):
+            return 0
+        line_no = blk.line_at(pos)
+        st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
+        tb = _Traceback((text, pre, line_no, blk.offset + pos, st, inh), msg)
+        tb.body = []
+        self.open[writer(pre)] = tb
+        self._feed(tb, blk, pos, raw, text, pre, line_no)
+        return e + 1
+
+    # -- lines ----------------------------------------------------------------------------
+    def _candidate(self, blk: Block, s: int) -> int:
+        """Read the candidate line at ``s``; return the offset after it."""
+        data = blk.data
+        e = data.find(b"\n", s)
+        if e < 0:
+            e = len(data)
+        raw = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + WINDOW_BYTES]
+        text, pre = self.matcher.line(raw)
+        msg = pre.message
+        if msg.lstrip().startswith(_STARTS):
+            w = writer(pre)
+            if w in self.open:
+                self._close(self.open[w])
+            st, inh = self.clock.stamp_of(msg, pre.stamp, blk, s)
+            line_no = blk.line_at(s)
+            self.open[w] = _Traceback((text, pre, line_no, blk.offset + s, st, inh), msg)
+            return e + 1
+        got = self.matcher.lookup(msg, raw, text, s)
+        if got is not None:
+            p, fields = got
+            line_no = blk.line_at(s)
+            self.bound.offer(
+                (pre.task, pre.local_rank, pre.rank, pre.host, pre.worker_pid),
+                p,
+                fields,
+                line_no,
+                blk.offset + s,
+                (p, fields, text, pre, line_no, blk, s),
+            )
+        return e + 1
+
+    def _follow(self, blk: Block, pos: int) -> int:
+        """Read every line from ``pos`` while a traceback is open; return where it stopped
+        (the block's end, or the start of the first line after the last traceback closed)."""
+        data = blk.data
+        n = len(data)
+        opened = self.open
+        while opened and pos < n:
+            nxt = blk.line_end(pos)
+            line_no = blk.line_at(pos)
+            oldest = next(iter(opened.values()))
+            if line_no - oldest.first_line > TRACEBACK_MAX_LINES:
+                self._close(oldest)
+                continue
+            raw = data[pos : min(nxt, pos + WINDOW_BYTES)]
+            text, pre = self.matcher.line(raw)
+            tb = opened.get(writer(pre))
+            if tb is not None and self._feed(tb, blk, pos, raw, text, pre, line_no):
+                pos = nxt + 1
+                continue
+            if self.matcher.is_candidate(pos):
+                self._candidate(blk, pos)
+            pos = nxt + 1
+        return pos
+
+    def _feed(
+        self, tb: _Traceback, blk: Block, pos: int, raw: bytes, text: str, pre: Prefixed, ln: int
+    ) -> bool:
+        """Give a line of its writer to an open traceback; False when it cannot belong (the
+        traceback is then closed, and the line is read as any other)."""
+        msg = pre.message
+        stripped = msg.strip()
+        fm = FRAME.match(msg)
+        indented = msg[:1].isspace()
+        chain = stripped.startswith(_CHAIN)
+        is_exc = (
+            not indented
+            and not fm
+            and not chain
+            and not stripped.startswith(_STARTS)
+            and EXC_LINE.match(stripped) is not None
+        )
+        # A second start before any frame: two processes that share one label printing the
+        # same traceback line by line (8 ranks under one srun task). Read as one traceback.
+        twin = not tb.frames and not indented and stripped.startswith(_STARTS)
+        if stripped and not (indented or fm or chain or is_exc or twin):
+            self._close(tb)
+            return False
+        tb.body.append(msg)
+        if fm:
+            tb.frames.append(stripped)
+        pm = self.matcher.match(msg, raw, text, pos)
+        if pm is not None and pm.pattern.role == "candidate":
+            pm = None  # a generic error form: the assembled traceback says more
+        if pm is not None and fm and "frame" in pm.pattern.tags:
+            tb.frame_hit, pm = pm, None  # what the program was doing, not an event
+        if pm is not None and pm.pattern.id == GENERIC_EXCEPTION_ID:
+            pm = None  # the assembled traceback says more than the generic pattern
+        line: _Line | None = None
+        if pm is not None and (pm.pattern.role != "context" or is_exc):
+            st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
+            line = (text, pre, ln, blk.offset + pos, st, inh)
+            tb.matches.append((pm, line))
+        if is_exc:
+            if line is None:
+                st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
+                line = (text, pre, ln, blk.offset + pos, st, inh)
+            tb.exc = line
+            self._close(tb)
+        return True
+
+    def _close(self, tb: _Traceback) -> None:
+        """The traceback's event: its best catalog match inside, else an uncaught exception."""
+        self.open.pop(writer(tb.anchor[1]), None)
+        fields: dict[str, str] = {}
+        if tb.exc is not None:
+            em = EXC_LINE.match(tb.exc[1].message.strip())
+            if em:
+                fields = {k: v for k, v in em.groupdict().items() if v}
+        if tb.frames:
+            fields["frame"] = tb.frames[-1]
+        # The best catalog match inside the traceback decides its category; otherwise it is an
+        # uncatalogued Python exception (a root cause when nothing else explains the failure).
+        # A root anywhere (e.g. a bare `assert` source line) wins; else the exception line's own
+        # match (a context match there makes the whole traceback context).
+        if tb.matches:
+            roots = [m for m in tb.matches if m[0].pattern.role == "root"]
+            pm, line = (roots or tb.matches)[-1]
+            ev = self._event(pm, line)
+            ev.fields = {**fields, **ev.fields}
+        else:
+            pm = PatternMatch(TRACEBACK_PATTERN, fields)
+            ev = self._event(pm, tb.exc or tb.anchor)
+            ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
+            if tb.frame_hit is not None:  # e.g. raised under save_checkpoint: a checkpoint failure
+                fp = tb.frame_hit.pattern
+                ev.category, ev.fix = fp.category, fp.fix
+                ev.title += f" {fp.title}"
+            if tb.exc is None:
+                ev.role = "symptom"  # a traceback cut before its exception line
+        ev.traceback = "\n".join(tb.body)
+        item = Item(ev.line, ev.offset, ev.fields, None)
+        item.event = ev
+        # Tracebacks of one writer fold only when they raise the same thing at the same place.
+        key = self.bound.key(writer(tb.anchor[1]), pm.pattern, ev.role, ev.fields)
+        self.bound.add((key, fields.get("exc_type"), fields.get("frame")), item)
+
+    # -- events ---------------------------------------------------------------------------
+    def _build(
+        self, args: tuple[Pattern, dict[str, str], str, Prefixed, int, Block, int]
+    ) -> RawEvent:
+        p, fields, text, pre, line_no, blk, s = args
+        st, inh = self.clock.stamp_of(pre.message, pre.stamp, blk, s)
+        # The captures may be shared with the matcher's cache: the event gets its own copy.
+        pm = PatternMatch(p, dict(fields))
+        return self._event(pm, (text, pre, line_no, blk.offset + s, st, inh))
+
+    def _event(self, pm: PatternMatch, line: _Line) -> RawEvent:
+        text, pre, line_no, offset, stamp, inherited = line
+        lf = self.lf
+        nccl = nccl_writer(pre.message)
+        p = pm.pattern
+        return RawEvent(
+            file=lf.rel,
+            line=line_no,
+            offset=offset,
+            text=text,
+            message=pre.message,
+            pattern_id=p.id,
+            category=p.category,
+            role=p.role,
+            title=p.title,
+            fields=pm.fields,
+            task=pre.task if pre.task is not None else lf.task,
+            local_rank=pre.local_rank if pre.local_rank is not None else lf.local_rank,
+            rank=pre.rank,
+            level=pre.level,
+            stamp=stamp,
+            stamp_inherited=inherited,
+            stream=lf.stream,
+            attempt=lf.attempt,
+            nccl_host=nccl[0] if nccl else None,
+            nccl_pid=nccl[1] if nccl else None,
+            nccl_dev=nccl[2] if nccl else None,
+            prefix_host=pre.host,
+            prefix_pid=pre.worker_pid,
+            cause=p.cause,
+            fix=p.fix,
+        )

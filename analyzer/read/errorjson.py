@@ -1,0 +1,71 @@
+"""torchelastic's ``error.json`` (written by ``@record``): the most reliable per-rank record."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from analyzer.catalog.model import SPECIFIC, Catalog, tier
+from analyzer.lines.prefixes import split_prefixes
+from analyzer.lines.timestamps import Stamp
+from analyzer.read.builder import EXC_LINE
+from analyzer.read.discover import LogFile
+from analyzer.read.records import RawEvent
+
+
+def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> RawEvent | None:
+    """One event from an error.json, or None when it holds no message."""
+    msg_obj = data.get("message")
+    if isinstance(msg_obj, dict):
+        message = str(msg_obj.get("message", ""))
+        extra = msg_obj.get("extraInfo") or {}
+    else:
+        message, extra = str(msg_obj or ""), {}
+    if not message:
+        return None
+    first = message.strip().splitlines()[-1] if message.strip() else message
+    stamp = None
+    ts = extra.get("timestamp") if isinstance(extra, dict) else None
+    try:
+        t = datetime.fromtimestamp(int(str(ts)))
+        stamp = Stamp(t.year, t.month, t.day, t.hour, t.minute, t.second)
+    except (TypeError, ValueError, OverflowError, OSError):
+        pass
+    pm = catalog.match(split_prefixes(first).message)
+    m = EXC_LINE.match(first.strip())
+    fields = {k: v for k, v in (m.groupdict() if m else {}).items() if v}
+    tb = extra.get("py_callstack") if isinstance(extra, dict) else None
+    # a specific pattern names the failure; a catch-all or a candidate says less than
+    # error.json itself does
+    if pm is not None and tier(pm.pattern) == SPECIFIC and pm.pattern.role != "context":
+        p = pm.pattern
+        pid, cat, role, title, cause, fix = p.id, p.category, p.role, p.title, p.cause, p.fix
+        fields.update(pm.fields)
+    else:
+        pid, cat, role = "torchelastic.error_json", "python_exception", "root"
+        title = f"Uncaught {fields.get('exc_type', 'exception')} (error.json)"
+        cause = "An uncaught {exc_type} was raised: {exc_msg}."
+        fix = "Fix the code or input that raised {exc_type}; the traceback shows where."
+    return RawEvent(
+        file=lf.rel,
+        line=1,
+        offset=0,
+        text=first[:2000],
+        message=first[:2000],
+        pattern_id=pid,
+        category=cat,
+        role=role,
+        title=title,
+        fields=fields,
+        task=lf.task,
+        local_rank=lf.local_rank,
+        rank=None,
+        level="E",
+        stamp=stamp,
+        stamp_inherited=False,
+        stream=None,
+        attempt=lf.attempt,
+        traceback=str(tb) if tb else None,
+        cause=cause,
+        fix=fix,
+    )

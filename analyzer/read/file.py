@@ -1,0 +1,129 @@
+"""Read one log file and turn its candidate lines into raw events.
+
+The reader has three parts, as ripgrep separates searcher, matcher and sink:
+
+- ``search.py``, the searcher: the file in blocks of whole lines (gzip as a stream, giant lines
+  in pieces), line numbers and file offsets, and the stream's clock (the timestamp an undated
+  line inherits, looked up across block boundaries);
+- ``match.py``, the matcher: a byte-level prefilter finds the lines holding a catalog needle;
+  only those are decoded, stripped of prefixes and asked of the patterns whose needles they
+  hold (with bounded caches for lines that repeat verbatim);
+- ``build.py``, the event builder: raw events from matched lines, Python tracebacks assembled
+  into one event by a state machine that carries across blocks, and repeated events bounded
+  per writer and pattern (``bound.py``), so memory does not grow with the number of hits.
+
+:class:`FileScanner` wires them together for one catalog and reuses them for every file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterable
+
+from analyzer.catalog.model import Catalog
+from analyzer.lines.prefixes import quoted_paste
+from analyzer.lines.timestamps import Stamp
+from analyzer.read.builder import (
+    EXC_LINE,
+    GENERIC_EXCEPTION_ID,
+    TRACEBACK_MAX_LINES,
+    TRACEBACK_PATTERN,
+    TRACEBACK_START,
+    EventBuilder,
+)
+from analyzer.read.discover import LogFile
+from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
+from analyzer.read.prefilter import Prefilter, StampSieve
+from analyzer.read.records import FileScan, RawEvent
+from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock, line_stamp
+
+BLOCK_BYTES = 8 << 20
+"""Bytes read at a time (a parameter of :class:`FileScanner`; tests use tiny blocks)."""
+
+__all__ = [
+    "BLOCK_BYTES",
+    "CACHE_LINES",
+    "CACHE_MAX_LINE",
+    "EXC_LINE",
+    "GENERIC_EXCEPTION_ID",
+    "MAX_LINE_BYTES",
+    "TRACEBACK_MAX_LINES",
+    "TRACEBACK_PATTERN",
+    "TRACEBACK_START",
+    "FileScan",
+    "FileScanner",
+    "RawEvent",
+]
+
+
+class FileScanner:
+    """Scan files with one catalog and prefilter (build once, reuse for every file)."""
+
+    def __init__(self, catalog: Catalog, block_bytes: int | None = None) -> None:
+        self.catalog = catalog
+        self.block_bytes = block_bytes
+        """None: the module's ``BLOCK_BYTES`` at scan time."""
+        self.matcher = LineMatcher(catalog)
+        self.stamps = StampSieve()
+
+    @property
+    def prefilter(self) -> Prefilter:
+        """The matcher's byte-level prefilter."""
+        return self.matcher.prefilter
+
+    def scan(self, lf: LogFile) -> FileScan:
+        """Scan one file; unreadable or corrupt input becomes ``FileScan.problem``."""
+        out = FileScan(lf)
+        if lf.is_error_json:
+            self._read_error_json(lf, out)
+        else:
+            self._read_log(lf, out)
+        out.disabled = self.matcher.disabled
+        return out
+
+    def _read_log(self, lf: LogFile, out: FileScan) -> None:
+        search = Searcher(lf, self.block_bytes or BLOCK_BYTES)
+        clock = StreamClock(self.stamps)
+        builder = EventBuilder(lf, self.matcher, clock)
+
+        matcher = self.matcher
+        matcher.quoted = False
+
+        def read(blocks: Iterable[Block]) -> None:
+            for blk in blocks:
+                if blk.offset == 0:
+                    matcher.quoted = quoted_paste(blk.data)
+                builder.block(blk, matcher.candidates(blk.data))
+                clock.end_block(blk)
+
+        try:
+            read(search.blocks(clock))
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            kind = "compressed file ends early or is corrupt" if lf.compressed else "read error"
+            out.problem = f"{lf.rel}: {kind} ({exc}); used what could be read"
+            read(search.rest(clock))
+        out.events = builder.finish()
+        out.bytes_read = search.bytes_read
+        out.years = clock.years
+
+    def _read_error_json(self, lf: LogFile, out: FileScan) -> None:
+        try:
+            raw = (
+                lf.path.read_bytes() if not lf.compressed else gzip.decompress(lf.path.read_bytes())
+            )
+            out.bytes_read = len(raw)
+            out.error_json = json.loads(raw.decode("utf-8", errors="replace"))
+            from analyzer.read.errorjson import error_json_event
+
+            ev = error_json_event(lf, out.error_json or {}, self.catalog)
+            if ev is not None:
+                out.events.append(ev)
+        except (OSError, ValueError, EOFError, zlib.error, AttributeError) as exc:
+            out.problem = f"{lf.rel}: not a readable torchelastic error.json ({exc})"
+
+    @staticmethod
+    def _line_stamp(raw: bytes) -> Stamp | None:
+        """The timestamp of one raw line (see ``search.line_stamp``)."""
+        return line_stamp(raw)

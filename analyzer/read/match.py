@@ -1,0 +1,201 @@
+"""The matcher: which lines of a block may hold a catalog pattern, and which pattern they hold.
+
+The second of the reader's three parts (see ``scan.py``). A byte-level prefilter (one
+multi-literal search over the block) finds the lines that contain a needle; only those are
+decoded, stripped of prefixes and asked of the patterns whose needles they contain (a needle
+subset catalog, built once per subset). Lines and answers that repeat verbatim across ranks are
+cached (bounded). A user pattern disabled by a regex timeout is remembered in
+:attr:`LineMatcher.disabled` so that a worker process can report it to its parent.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from analyzer.catalog.model import Catalog, Pattern, PatternMatch, match_priority
+from analyzer.lines.prefixes import Prefixed, split_prefixes
+from analyzer.read.prefilter import Prefilter
+from analyzer.util.sanitize import clean_line, decode
+
+CACHE_LINES = 4096
+"""Entries kept in each of the line caches (cleared when full)."""
+CACHE_MAX_LINE = 1024
+"""Longer lines are not cached (bounds the caches to a few MB)."""
+CACHE_MIN_HITS = CACHE_LINES // 8
+"""A cache that filled up with fewer hits than this is not worth keeping up (a hit-dense log
+whose lines all differ: each rank's iteration line): it is bypassed for the next
+``CACHE_REST`` lines, then tried again. Only speed depends on it, never an answer."""
+CACHE_REST = 4 * CACHE_LINES
+WINDOW_BYTES = 8192
+"""The part of a giant line that is decoded and matched."""
+
+
+class LineMatcher:
+    """Candidate lines and their catalog match, for one catalog (reused for every file)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.prefilter = Prefilter(catalog.needles)
+        self._subsets: dict[frozenset[int] | int, list[Pattern]] = {}
+        """Patterns owning a needle set (or the one needle of a line that holds one), in
+        ``match_priority`` then catalog order."""
+        self._line_needles: dict[int, set[int] | int] | None = None
+        """Needle indexes found on each candidate line of the current block (by line start):
+        the index alone for a line holding one needle (most lines), else a set. None when the
+        prefilter cannot list them (every candidate then asks the catalog)."""
+        self._user = [p for p in catalog.patterns if p.user]
+        """The patterns a timeout can switch off (read after every file: not all 300)."""
+        self._starts: set[int] = set()
+        self._lines: dict[bytes, tuple[str, Prefixed]] = {}
+        """Cleaned text and prefixes of recently seen candidate lines (many repeat verbatim
+        across ranks: ``Fatal Python error: Aborted``, ChildFailedError fields, ...)."""
+        self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
+        """The answer for recently seen messages (captures shared: copied when handed on)."""
+        self.quoted = False
+        """The current file is a quoted paste (``prefixes.quoted_paste``): every line's
+        leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
+        self._line_hits = self._match_hits = 0
+        """Hits since each cache was last cleared."""
+        self._line_rest = self._match_rest = 0
+        """Lines still to read without each cache (see ``CACHE_MIN_HITS``)."""
+
+    @property
+    def disabled(self) -> dict[str, str]:
+        """User patterns switched off during the run (a regex timeout): id -> reason."""
+        return {p.id: p.disabled_reason for p in self._user if p.disabled_reason}
+
+    def candidates(self, data: bytes) -> list[int]:
+        """Sorted start offsets of the lines in ``data`` that contain a needle."""
+        hits = self.prefilter.find_all(data)
+        self._line_needles = None
+        starts: list[int] = []
+        seen: set[int] = set()
+        rfind = data.rfind
+        if hits is not None:
+            hits.sort()
+            per_line: dict[int, set[int] | int] = {}
+            last_s = -1
+            for e, nid in hits:
+                s = rfind(b"\n", 0, e) + 1
+                if s == last_s or s in seen:
+                    got = per_line[s]
+                    if type(got) is int:
+                        if got != nid:
+                            per_line[s] = {got, nid}
+                    else:
+                        got.add(nid)  # type: ignore[union-attr]
+                    continue
+                last_s = s
+                seen.add(s)
+                starts.append(s)
+                per_line[s] = nid
+            self._line_needles = per_line
+        else:
+            for e in sorted(self.prefilter.find(data)):
+                s = rfind(b"\n", 0, e) + 1
+                if s not in seen:
+                    seen.add(s)
+                    starts.append(s)
+        self._starts = seen
+        return starts
+
+    def is_candidate(self, start: int) -> bool:
+        """Whether the line at ``start`` of the current block contains a needle."""
+        return start in self._starts
+
+    def line(self, raw: bytes) -> tuple[str, Prefixed]:
+        """(cleaned text, prefixes) of one raw line, cached for short lines."""
+        quoted = self.quoted
+        if quoted or self._line_rest:
+            if not quoted:
+                self._line_rest -= 1
+            text = clean_line(decode(raw))
+            return text, split_prefixes(text, quoted)
+        got = self._lines.get(raw)
+        if got is not None:
+            self._line_hits += 1
+            return got
+        text = clean_line(decode(raw))
+        got = (text, split_prefixes(text))
+        if len(raw) <= CACHE_MAX_LINE:
+            if len(self._lines) >= CACHE_LINES:
+                if self._line_hits < CACHE_MIN_HITS:
+                    self._line_rest = CACHE_REST
+                self._line_hits = 0
+                self._lines.clear()
+            self._lines[raw] = got
+        return got
+
+    def match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
+        """``catalog.match(msg)``, asked only of the patterns whose needles the byte prefilter
+        found on the line at ``start`` (none found: no pattern can match). The same answer:
+        a needle in the message is a needle in the raw line, unless ``clean_line`` removed
+        bytes or cut the line (``text`` is then not ``raw_line`` decoded); those lines, and
+        every line where the prefilter cannot list its needles, ask the whole catalog."""
+        got = self.lookup(msg, raw_line, text, start)
+        return None if got is None else PatternMatch(got[0], dict(got[1]))
+
+    def lookup(
+        self, msg: str, raw_line: bytes, text: str, start: int
+    ) -> tuple[Pattern, dict[str, str]] | None:
+        """:meth:`match` as (pattern, captures), where the captures may be shared with the
+        cache: the caller must copy them before handing them on or changing them."""
+        per_line = self._line_needles
+        if per_line is None or text.encode("utf-8") != raw_line:
+            pm = self.catalog.match(msg)
+            return None if pm is None else (pm.pattern, pm.fields)
+        found = per_line.get(start)
+        if found is None:
+            return None
+        # The same message always gets the same answer, unless the pattern that won was
+        # disabled since (a user regex that timed out): then it is asked again.
+        rest = self._match_rest
+        if rest:
+            self._match_rest = rest - 1
+        else:
+            cached = self._matches.get(msg, _MISS)
+            if cached is not _MISS:
+                self._match_hits += 1
+                got = cast("tuple[Pattern, dict[str, str]] | None", cached)
+                if got is None:
+                    return None
+                if not got[0].disabled_reason:
+                    return got
+        sub = self._subsets.get(found if type(found) is int else frozenset(found))  # type: ignore[arg-type]
+        if sub is None:
+            sub = self._subset(found)
+        # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps
+        # (specific over catch-all over candidate, root over symptom over context, then
+        # catalog order); the rest need not be searched. A pattern is a
+        # candidate when one of its needles is in the message; with no prefix stripped, every
+        # needle the prefilter found is, so the check is skipped.
+        whole = msg is text
+        got = None
+        for p in sub:
+            if not whole and not any(n in msg for n in p.needles):
+                continue
+            m = p.search(msg)
+            if m:
+                got = (p, p.fields(m))
+                break
+        if not rest and len(msg) <= CACHE_MAX_LINE:
+            if len(self._matches) >= CACHE_LINES:
+                if self._match_hits < CACHE_MIN_HITS:
+                    self._match_rest = CACHE_REST
+                self._match_hits = 0
+                self._matches.clear()
+            self._matches[msg] = got
+        return got
+
+    def _subset(self, found: set[int] | int) -> list[Pattern]:
+        """The patterns owning the needles ``found``, in ``match_priority`` order (cached)."""
+        key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
+        cat = self.catalog
+        needles = (key,) if type(key) is int else key
+        idx = sorted({i for n in needles for i in cat.needle_patterns[n]})  # type: ignore[union-attr]
+        pats = [cat.patterns[i] for i in idx]
+        sub = self._subsets[key] = sorted(pats, key=match_priority)
+        return sub
+
+
+_MISS = object()

@@ -1,0 +1,153 @@
+"""Facts of the job that a person asks first: size, parallelism, GPU, versions, progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from analyzer.model.event import Event
+
+_ARG_MAP = {
+    "world_size": "world_size",
+    "tensor_model_parallel_size": "tp",
+    "pipeline_model_parallel_size": "pp",
+    "context_parallel_size": "cp",
+    "data_parallel_size": "dp",
+    "expert_model_parallel_size": "ep",
+    "micro_batch_size": "micro_batch",
+    "global_batch_size": "global_batch",
+    "seq_length": "seq_length",
+    "num_attention_heads": "heads",
+    "num_layers": "layers",
+    "num_query_groups": "query_groups",
+    "use_torch_fsdp2": "use_torch_fsdp2",
+    "use_megatron_fsdp": "use_megatron_fsdp",
+    "use_custom_fsdp": "use_megatron_fsdp",
+    "overlap_moe_expert_parallel_comm": "moe_overlap",
+    "recompute_granularity": "recompute",
+    "sequence_parallel": "sequence_parallel",
+    "train_iters": "train_iters",
+    "nproc_per_node": "nproc_per_node",
+    "nnodes": "nnodes",
+}
+_FIELD_FACTS = (
+    "world_size",
+    "tp",
+    "pp",
+    "cp",
+    "dp",
+    "ep",
+    "torch_version",
+    "nccl_version",
+    "megatron_version",
+    "gpu_name",
+    "train_iters",
+    "cuda_max_connections",
+)
+_SM = regex.compile(r"\bsm_?(\d{2,3})\b|compute capability (\d+)\.(\d)", regex.I)
+_GPU_GEN = (
+    (regex.compile(r"\b(?:GB200|GB300|B200|B300|B100|RTX PRO 6000 Blackwell)\b"), "Blackwell", 100),
+    (regex.compile(r"\b(?:H100|H200|H800|H20|GH200)\b"), "Hopper", 90),
+    (regex.compile(r"\b(?:A100|A800|A30|A10G?|A40|A6000)\b"), "Ampere", 80),
+    (regex.compile(r"\bL40S?|L4\b|RTX 40\d0\b"), "Ada", 89),
+    (regex.compile(r"\bV100\b"), "Volta", 70),
+)
+
+
+@dataclass
+class JobFacts:
+    """Everything the logs reveal about the job (None when they do not say)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    last_iteration: int | None = None
+    last_iteration_by_rank: dict[int, int] = field(default_factory=dict)
+    iteration_times: list[Any] = field(default_factory=list)
+    checkpoint_saving: bool = False
+    """A save started and did not report success before the end of the log."""
+
+    def get(self, key: str) -> Any:
+        """One fact, or None."""
+        return self.values.get(key)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Facts for the JSON report."""
+        out = dict(sorted(self.values.items()))
+        out["last_iteration"] = self.last_iteration
+        return out
+
+
+def _intish(v: str) -> Any:
+    v = v.strip()
+    if regex.fullmatch(r"-?\d+", v):
+        return int(v)
+    if v in ("True", "False"):
+        return v == "True"
+    return v
+
+
+def gpu_generation(name: str | None, sm: int | None = None) -> tuple[str | None, int | None]:
+    """(generation name, sm major×10) from a device name or an sm number."""
+    if name:
+        for rx, gen, smv in _GPU_GEN:
+            if rx.search(name):
+                return gen, smv
+    if sm:
+        if sm >= 100:
+            return "Blackwell", sm
+        if sm >= 90:
+            return "Hopper", sm
+        if sm >= 80:
+            return "Ampere", sm
+    return None, sm
+
+
+def collect_facts(rows: list[Event]) -> JobFacts:
+    """Gather facts from the event rows (context events carry most of them)."""
+    f = JobFacts()
+    saving = False
+    for r in rows:
+        arg, value = r.cap("arg"), r.cap("value")
+        if arg and value is not None:
+            key = _ARG_MAP.get(arg)
+            if key and key not in f.values:
+                f.values[key] = _intish(value)
+        for k in _FIELD_FACTS:
+            v = r.cap(k)
+            if v and k not in f.values:
+                f.values[k] = _intish(v)
+        it = r.cap("iteration")
+        if it and it.strip().isdecimal():
+            n = int(it)
+            f.last_iteration = max(f.last_iteration or 0, n)
+            if r.rank is not None:
+                rk = r.rank
+                f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
+            if r.time is not None:
+                f.iteration_times.append(r.time)
+        tags = r.tags
+        if "checkpoint-save-begin" in tags:
+            saving = True
+        elif "checkpoint-save-end" in tags:
+            saving = False
+        cc = r.cap("compute_cap")
+        if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
+            major, minor = cc.split(".")
+            f.values["sm"] = int(major) * 10 + int(minor[:1])
+        if "sm" not in f.values:
+            m = _SM.search(r.message or "")
+            if m:
+                f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
+    f.checkpoint_saving = saving
+    gen, sm = gpu_generation(f.values.get("gpu_name"), f.values.get("sm"))
+    if gen:
+        f.values["gpu_generation"] = gen
+    if sm:
+        f.values["sm"] = sm
+    if "dp" not in f.values and f.values.get("world_size") and f.values.get("tp"):
+        denom = (f.values.get("tp") or 1) * (f.values.get("pp") or 1) * (f.values.get("cp") or 1)
+        ws = f.values["world_size"]
+        if isinstance(ws, int) and denom and ws % denom == 0:
+            f.values["dp"] = ws // denom
+    return f
