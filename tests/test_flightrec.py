@@ -7,6 +7,7 @@ import os
 import pickle
 import shutil
 import tomllib
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,16 @@ from hypothesis import strategies as st
 
 from analyzer import analyze
 from analyzer.cli.commands import main
-from analyzer.decide.flightrec import table_lines
+from analyzer.decide.flightrec import culprit_row, evidence_rows, table_lines
 from analyzer.flightrec import load as fr_load
 from analyzer.flightrec.analyze import analyze_dumps, build_groups, parse_ranks
 from analyzer.flightrec.load import Dump, DumpError, DumpSet, load_dump, load_dumps, parse_dump
+from analyzer.flightrec.rules import RULES
+from analyzer.model.event import Event
 from analyzer.read.discover import discover
 
 REPO = Path(__file__).resolve().parent.parent
+_EVENT_FIELDS = [f.name for f in fields(Event)]
 FR_SAMPLES = sorted(p for p in (REPO / "sample_logs" / "real").glob("fr-*") if p.is_dir())
 
 
@@ -309,6 +313,24 @@ def test_table_lines_mark_the_culprit() -> None:
     lines = table_lines(analyze_dumps(ds))
     assert lines[0].split()[:5] == ["rank", "group", "enqueued", "started", "completed"]
     assert any(line.strip().startswith("1 ") and "culprit" in line for line in lines)
+
+
+def test_every_rule_says_when_it_applies() -> None:
+    assert len({r.id for r in RULES}) == len(RULES)
+    assert all((r.check.__doc__ or "").startswith("Applies ") for r in RULES)
+
+
+def test_the_hang_reasoning_reads_the_typed_finding_not_the_row() -> None:
+    ds = _dumps({r: [_e(s) for s in range(1, 4 if r != 1 else 3)] for r in range(3)})
+    f = analyze_dumps(ds)
+    rows = evidence_rows(f, [])
+    row = culprit_row(rows)
+    assert row is not None and row.finding is f and row.rank == f.rank == 1
+    assert row.pattern_id == f"flight_recorder.culprit.{f.kind}"
+    # a plain row that only looks like the culprit's (same id and captures) names nobody
+    lookalike = Event(**{k: getattr(row, k) for k in _EVENT_FIELDS})
+    assert culprit_row([lookalike]) is None
+    assert culprit_row([replace(row, attempt=2)]) is not None  # a changed copy keeps it
 
 
 # ------------------------------------------------------------------------------------------

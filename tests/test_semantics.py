@@ -360,7 +360,8 @@ def test_the_reasoning_writes_no_sentences() -> None:
     decide/wording.py."""
     import re
 
-    for mod in ("reason", "hangs", "unknown"):
+    for mod in ("reason", "rules", "rank_decision", "render", "summary", "promote", "hangs",
+                "unknown"):
         src = Path(f"analyzer/decide/{mod}.py").read_text(encoding="utf-8")
         assert not re.search(r"rank_note\s*=", src), mod
         assert not re.search(r"\bcause\s*=\s*\(?\s*f?\"", src), mod

@@ -12,7 +12,7 @@ Every draft is loaded and checked like any user pattern before it is written.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -227,11 +227,9 @@ def _rx(text: str) -> str:
     return f"'''{text}'''"
 
 
-def draft(found: Sequence[Found], baseline_lines: Sequence[str] = ()) -> Draft:
-    """One pattern for jobs that share a template."""
-    t = found[0].template
-    rx_text, cause_tpl, literals = build(t.template)
-    rx = regex.compile(rx_text)
+def _examples(rx: regex.Pattern[str], found: Sequence[Found]) -> list[tuple[str, dict[str, str]]]:
+    """Up to MAX_EXAMPLES real lines (each job's first, then the rest) the regex matches, with
+    the fields it captures."""
     rows = [r for f in found for r in f.template.rows]
     firsts = [f.template.first for f in found]
     chosen = list(dict.fromkeys([r.text for r in firsts] + [r.text for r in rows]))
@@ -245,48 +243,88 @@ def draft(found: Sequence[Found], baseline_lines: Sequence[str] = ()) -> Draft:
         raise SuggestError(
             "the drafted regex does not match the line it came from; write the pattern by hand"
         )
-    needle = _needle(literals, [e[0] for e in examples])
+    return examples
+
+
+def _counters(rx: regex.Pattern[str], lines: Iterable[str]) -> list[str]:
+    """Up to MAX_COUNTER distinct lines the regex does not match."""
     counters: list[str] = []
-    for line in [*baseline_lines, *(o for f in found for o in f.others)]:
+    for line in lines:
         if line in counters or rx.search(split_prefixes(line).message):
             continue
         counters.append(line)
         if len(counters) >= MAX_COUNTER:
             break
-    slug = _slug(literals)
-    pid = f"user.{slug}"
-    jobs = [Path(f.job).name for f in found]
-    title = " ".join(t.template.split())
+    return counters
+
+
+def _title(template: str) -> str:
+    """The template on one line, cut at a word to about 80 characters."""
+    title = " ".join(template.split())
     if len(title) > 80:
         title = title[:80].rsplit(" ", 1)[0] + " …"
+    return title
+
+
+@dataclass
+class _Parts:
+    """What goes into a drafted pattern's TOML."""
+
+    pid: str
+    jobs: list[str]
+    template: Template
+    needle: str
+    rx_text: str
+    cause_tpl: str
+    examples: list[tuple[str, dict[str, str]]]
+    counters: list[str]
+
+
+def _toml(p: _Parts) -> str:
+    """The pattern file: a header comment, then one ``[[pattern]]`` table."""
+    t = p.template
     lines = [
-        f"# Drafted by `mcore-diagnose patterns suggest` from {len(found)} job(s): "
-        + ", ".join(jobs),
+        f"# Drafted by `mcore-diagnose patterns suggest` from {len(p.jobs)} job(s): "
+        + ", ".join(p.jobs),
         f"# template {t.fingerprint}: {' '.join(t.template.split())}",
         "# Set the category (see `mcore-diagnose patterns list`), the cause and the fix, then",
         "# check it with `mcore-diagnose patterns test --patterns DIR`.",
         "",
         "[[pattern]]",
-        f"id = {_s(pid)}",
+        f"id = {_s(p.pid)}",
         'category = "unknown"',
         'role = "root"',
-        f"title = {_s(title)}",
-        f"needles = [{_s(needle)}]",
-        f"regex = {_rx(rx_text)}",
-        f"cause = {_s('Rank {rank} printed: ' + ' '.join(cause_tpl.split()))}",
+        f"title = {_s(_title(t.template))}",
+        f"needles = [{_s(p.needle)}]",
+        f"regex = {_rx(p.rx_text)}",
+        f"cause = {_s('Rank {rank} printed: ' + ' '.join(p.cause_tpl.split()))}",
         f"fix = {_s('Drafted from an unknown failure: say what to do when this line appears.')}",
         'versions = ["drafted from logs"]',
-        f"source = {_s('mcore-diagnose patterns suggest, from ' + ', '.join(jobs))}",
+        f"source = {_s('mcore-diagnose patterns suggest, from ' + ', '.join(p.jobs))}",
         "examples = [",
     ]
-    for text, fields in examples:
+    for text, fields in p.examples:
         fl = ", ".join(f"{k} = {_s(v)}" for k, v in fields.items())
         lines.append(f"  {{ line = {_s(text)}, fields = {{ {fl} }} }},")
+    lines += ["]", "counter_examples = ["]
+    lines += [f"  {_s(c)}," for c in p.counters]
     lines.append("]")
-    lines.append("counter_examples = [")
-    lines += [f"  {_s(c)}," for c in counters]
-    lines.append("]")
-    return Draft(pid, f"{slug}.toml", "\n".join(lines) + "\n", jobs, t.fingerprint, t.template)
+    return "\n".join(lines) + "\n"
+
+
+def draft(found: Sequence[Found], baseline_lines: Sequence[str] = ()) -> Draft:
+    """One pattern for jobs that share a template."""
+    t = found[0].template
+    rx_text, cause_tpl, literals = build(t.template)
+    rx = regex.compile(rx_text)
+    examples = _examples(rx, found)
+    needle = _needle(literals, [e[0] for e in examples])
+    counters = _counters(rx, [*baseline_lines, *(o for f in found for o in f.others)])
+    slug = _slug(literals)
+    pid = f"user.{slug}"
+    jobs = [Path(f.job).name for f in found]
+    parts = _Parts(pid, jobs, t, needle, rx_text, cause_tpl, examples, counters)
+    return Draft(pid, f"{slug}.toml", _toml(parts), jobs, t.fingerprint, t.template)
 
 
 def check(d: Draft, where: Path) -> list[str]:

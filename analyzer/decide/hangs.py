@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
 from analyzer.decide.wording import hang_reason
 from analyzer.model.event import Event
+
+if TYPE_CHECKING:
+    from analyzer.decide.flightrec import CulpritEvent
 
 _INTS = regex.compile(r"\d+")
 _C10D_CALL = regex.compile(r'distributed_c10d\.py", line \d+, in (\w+)')
@@ -51,7 +54,7 @@ def _int(v: Any) -> int | None:
 
 
 def find_culprit(
-    timeouts: list[Event], universe: set[int], dump: Event | None = None
+    timeouts: list[Event], universe: set[int], dump: CulpritEvent | None = None
 ) -> HangFinding:
     """Compare the ranks' timeout reports; ``universe`` is every rank the job had; ``dump`` is
     the event row in which the Flight Recorder dumps name a culprit (the strongest evidence)."""
@@ -61,18 +64,19 @@ def find_culprit(
     return from_dumps(dump, logs)
 
 
-def from_dumps(dump: Event, logs: HangFinding) -> HangFinding:
-    """The dumps' culprit, with what the logs alone said beside it."""
-    rank = dump.rank
+def from_dumps(dump: CulpritEvent, logs: HangFinding) -> HangFinding:
+    """The dumps' culprit (the typed finding ``dump`` carries), with what the logs alone said
+    beside it."""
+    rank, fr = dump.rank, dump.finding
     detail: dict[str, Any] = {
         "rank": rank,
-        "dumps": dump.cap("fr_kind"),
-        "shown": dump.cap("fr_reason") or dump.text,
+        "dumps": fr.kind,
+        "shown": fr.reason,
         "logs_rank": logs.rank,
         "logs_rule": logs.rule,
         "logs_detail": logs.detail,
     }
-    conf = float(dump.cap("fr_confidence") or 0.7)
+    conf = round(fr.confidence, 2)
     if logs.rank == rank:
         conf = min(0.95, conf + 0.05)
     return HangFinding(rank, "dumps", conf, [dump, *logs.rows], detail)

@@ -11,6 +11,7 @@ rendered by ``analyzer.catalog.model.render``; fixes tailored to the job by
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from analyzer.decide.verdict import Verdict
@@ -67,12 +68,13 @@ def rank_note(rule: str, facts: dict[str, Any]) -> str:
     return RANK_NOTES[rule].format(**facts)
 
 
-def finish(v: Verdict) -> None:
-    """Render the rank note of a decided verdict (its rule, then the single-node assumption)."""
+def finish(v: Verdict) -> Verdict:
+    """The decided verdict with its rank note worded: its rank rule's note, then the
+    single-node assumption."""
     note = rank_note(v.rank_rule, v.rank_facts) if v.rank_rule else v.rank_note
     if v.rank_assumed:
         note = f"{note}; {ASSUMED}" if note else ASSUMED
-    v.rank_note = note
+    return replace(v, rank_note=note)
 
 
 def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from analyzer.report.grid import KIND_LABEL, Grid
-from analyzer.report.model import EvidenceView, ReportModel, build_model
+from analyzer.report.model import AdvisoryView, EvidenceView, ReportModel, build_model
 from analyzer.util.safe import html_text, shorten
 from analyzer.version import __version__
 
@@ -206,48 +206,95 @@ def _timeline(m: ReportModel) -> str:
     )
 
 
-def render_html(m: ReportModel, *, verbose: bool = False, version: str = __version__) -> str:
-    """The HTML page of ``m``."""
-    parts: list[str] = [_verdict(m)]
-    if m.status != "ok" and m.evidence:
-        parts.append("<section><h2>Evidence</h2>")
-        parts += [_evidence_block(ev, verbose) for ev in m.evidence]
-        parts.append("</section>")
-    if m.status != "ok" and m.symptoms:
-        items = "".join(f"<li>{e(s)}</li>" for s in m.symptoms)
-        parts.append(f'<section><h2>Downstream symptoms</h2><ul class="sym">{items}</ul></section>')
-    if m.advisories:
-        items = "".join(
-            f"<li><b>{e(x.severity)}</b> {e(x.line)}<pre>fix: {e(x.fix)}"
-            + "".join(f"\n{e(v)}" for v in x.evidence) + "</pre></li>"
-            for x in m.advisories
-        )
-        parts.append(f"<section><h2>Launch advisories</h2><ul>{items}</ul></section>")
+def _section(title: str, body: str) -> str:
+    """A ``<section>``: its ``<h2>`` title, then ``body`` (HTML)."""
+    return f"<section><h2>{title}</h2>{body}</section>"
+
+
+def _evidence_section(m: ReportModel, verbose: bool) -> list[str]:
+    """The evidence lines of a failure (one page part per line, between the section tags)."""
+    if m.status == "ok" or not m.evidence:
+        return []
+    blocks = [_evidence_block(ev, verbose) for ev in m.evidence]
+    return ["<section><h2>Evidence</h2>", *blocks, "</section>"]
+
+
+def _symptoms(m: ReportModel) -> list[str]:
+    """The downstream symptoms of a failure."""
+    if m.status == "ok" or not m.symptoms:
+        return []
+    items = "".join(f"<li>{e(s)}</li>" for s in m.symptoms)
+    return [_section("Downstream symptoms", f'<ul class="sym">{items}</ul>')]
+
+
+def _advisory(x: AdvisoryView) -> str:
+    """One launch advisory: severity, rule and message, then its fix and evidence."""
+    evidence = "".join(f"\n{e(v)}" for v in x.evidence)
+    return f"<li><b>{e(x.severity)}</b> {e(x.line)}<pre>fix: {e(x.fix)}{evidence}</pre></li>"
+
+
+def _advisories(m: ReportModel) -> list[str]:
+    """The launch advisories."""
+    if not m.advisories:
+        return []
+    items = "".join(_advisory(x) for x in m.advisories)
+    return [_section("Launch advisories", f"<ul>{items}</ul>")]
+
+
+def _job(m: ReportModel) -> list[str]:
+    """The job's facts and the logs read."""
     facts = [(e(k), e(v)) for k, v in m.facts] + [("logs", e(m.logs))]
-    parts.append(f"<section><h2>Job</h2>{_kv(facts)}</section>")
-    if m.grid.cells:
-        parts.append(f"<section><h2>Rank grid</h2>{_grid(m.grid)}</section>")
-    if m.flight_recorder:
-        parts.append(f"<section><h2>Flight Recorder</h2>{_pre(m.flight_recorder)}</section>")
-    if verbose and m.timeline:
-        parts.append(f"<section><h2>Per-rank timeline</h2>{_timeline(m)}</section>")
-    if m.attempts:
-        items = "".join(
-            f"<li>attempt {a.attempt}: <b>{e(a.category)}</b> (rank {e(a.rank)}, "
-            f"{a.confidence:.2f}): {prose(a.cause)}</li>"
-            for a in m.attempts
-        )
-        parts.append(f"<section><h2>Per-attempt verdicts</h2><ul>{items}</ul></section>")
-    if m.alternatives:
-        items = "".join(
-            f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): "
-            f"{prose(a.cause)}</li>"
-            for a in m.alternatives[:3]
-        )
-        parts.append(f"<section><h2>Also considered</h2><ul>{items}</ul></section>")
-    if m.problems:
-        items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
-        parts.append(f'<section><h2>Notes</h2><ul class="note">{items}</ul></section>')
+    return [_section("Job", _kv(facts))]
+
+
+def _grid_section(m: ReportModel) -> list[str]:
+    """The rank grid, when there are ranks to show."""
+    return [_section("Rank grid", _grid(m.grid))] if m.grid.cells else []
+
+
+def _flight_recorder(m: ReportModel) -> list[str]:
+    """The Flight Recorder table, when there were dumps."""
+    return [_section("Flight Recorder", _pre(m.flight_recorder))] if m.flight_recorder else []
+
+
+def _timeline_section(m: ReportModel, verbose: bool) -> list[str]:
+    """Each rank's first event (``--verbose`` only)."""
+    return [_section("Per-rank timeline", _timeline(m))] if verbose and m.timeline else []
+
+
+def _attempts(m: ReportModel) -> list[str]:
+    """The verdict of each restart attempt."""
+    if not m.attempts:
+        return []
+    items = "".join(
+        f"<li>attempt {a.attempt}: <b>{e(a.category)}</b> (rank {e(a.rank)}, "
+        f"{a.confidence:.2f}): {prose(a.cause)}</li>"
+        for a in m.attempts
+    )
+    return [_section("Per-attempt verdicts", f"<ul>{items}</ul>")]
+
+
+def _alternatives(m: ReportModel) -> list[str]:
+    """Up to three other explanations that were weighed."""
+    if not m.alternatives:
+        return []
+    items = "".join(
+        f"<li><b>{e(a.category)}</b> (rank {e(a.rank)}, {a.confidence:.2f}): {prose(a.cause)}</li>"
+        for a in m.alternatives[:3]
+    )
+    return [_section("Also considered", f"<ul>{items}</ul>")]
+
+
+def _notes(m: ReportModel) -> list[str]:
+    """What went wrong while reading."""
+    if not m.problems:
+        return []
+    items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
+    return [_section("Notes", f'<ul class="note">{items}</ul>')]
+
+
+def _page(m: ReportModel, body: str, version: str) -> str:
+    """The whole document around ``body``: head, style, CSP and footer."""
     title = f"mcore-diagnose: {m.category}"
     if m.rank is not None:
         title += f" on rank {m.rank}"
@@ -260,10 +307,28 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
         f"<title>{e(title)}</title>\n"
         f"<style>\n{CSS}\n{_grid_style(m.grid)}\n</style>\n"
         '</head><body><div class="page">\n'
-        + "\n".join(parts)
+        + body
         + f"\n<footer>mcore-diagnose {e(version)} — post-mortem of {e(m.logs)}</footer>\n"
         "</div></body></html>\n"
     )
+
+
+def render_html(m: ReportModel, *, verbose: bool = False, version: str = __version__) -> str:
+    """The HTML page of ``m``."""
+    parts = [
+        _verdict(m),
+        *_evidence_section(m, verbose),
+        *_symptoms(m),
+        *_advisories(m),
+        *_job(m),
+        *_grid_section(m),
+        *_flight_recorder(m),
+        *_timeline_section(m, verbose),
+        *_attempts(m),
+        *_alternatives(m),
+        *_notes(m),
+    ]
+    return _page(m, "\n".join(parts), version)
 
 
 def to_html(a: Analysis, *, verbose: bool = False) -> str:

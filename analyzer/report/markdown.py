@@ -98,12 +98,15 @@ def _grid(m: ReportModel) -> list[str]:
     ]
 
 
-def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
-    """The Markdown report of ``m``."""
+def _heading(m: ReportModel) -> list[str]:
+    """The title line and the one-line job status."""
     title = code(m.category) + (f" — {md(m.title)}" if m.title else "")
-    out: list[str] = [f"# mcore-diagnose: {title}", "", f"*Job {_STATUS[m.severity]}.*", ""]
-    out += ["| Verdict | Value |", "|---|---|"]
-    out.append(f"| **Category** | {code(m.category)} |")
+    return [f"# mcore-diagnose: {title}", "", f"*Job {_STATUS[m.severity]}.*", ""]
+
+
+def _verdict(m: ReportModel) -> list[str]:
+    """The verdict table: category, first failing rank, time, cause, fix, confidence."""
+    out = ["| Verdict | Value |", "|---|---|", f"| **Category** | {code(m.category)} |"]
     if m.status != "ok":
         who = md(m.who) + (f" <br>*{prose(m.rank_note)}*" if m.rank_note else "")
         out.append(f"| **First failing** | {who} |")
@@ -113,60 +116,121 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
     if m.fix:
         out.append(f"| **Fix** | {prose(m.fix)} |")
     conf = f"{m.confidence:.2f}" + (f" (pattern {code(m.pattern_id)})" if m.pattern_id else "")
-    out += [f"| **Confidence** | {conf} |", ""]
-    if m.status != "ok" and m.evidence:
-        out += ["## Evidence", ""]
-        for e in m.evidence:
-            out += _evidence(e, verbose)
-    if m.status != "ok" and m.symptoms:
-        out += ["## Downstream symptoms", ""]
-        out += [f"- {md(s)}" for s in m.symptoms]
-        out.append("")
-    if m.advisories:
-        out += ["## Launch advisories", ""]
-        for x in m.advisories:
-            out.append(f"- **{md(x.severity)}** {md(x.line)}  ")
-            out.append(f"  fix: {code(x.fix)}")
-            out += [f"  - {md(v)}" for v in x.evidence]
-        out.append("")
-    out += ["## Job", "", "| Fact | Value |", "|---|---|"]
-    out += [f"| {md(k)} | {md(v)} |" for k, v in m.facts]
-    out += [f"| logs | {md(m.logs)} |", ""]
-    if m.grid.cells:
-        out += _grid(m)
-    if m.flight_recorder:
-        out += ["## Flight Recorder", "", fence(m.flight_recorder), ""]
-    if verbose and m.timeline:
-        out += [
-            "## Per-rank timeline",
-            "",
-            "| rank | node | first event | role | category |",
-            "|---:|---|---|---|---|",
-        ]
-        out += [
-            f"| {r.rank} | {md(r.node)} | {md(r.time or '—')} | {md(r.role or '—')} | "
-            f"{md(r.category or '—')} |"
-            for r in m.timeline
-        ]
-        out.append("")
-    if m.attempts:
-        out += ["## Per-attempt verdicts", ""]
-        out += [
-            f"- attempt {a.attempt}: {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
-            f"{prose(a.cause)}"
-            for a in m.attempts
-        ]
-        out.append("")
-    if m.alternatives:
-        out += ["## Also considered", ""]
-        out += [
-            f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {prose(a.cause)}"
-            for a in m.alternatives[:3]
-        ]
-        out.append("")
-    if m.problems:
-        out += [f"> note: {md(p)}" for p in m.problems]
-        out.append("")
+    return [*out, f"| **Confidence** | {conf} |", ""]
+
+
+def _evidence_section(m: ReportModel, verbose: bool) -> list[str]:
+    """The evidence lines of a failure, each with its traceback."""
+    if m.status == "ok" or not m.evidence:
+        return []
+    out = ["## Evidence", ""]
+    for e in m.evidence:
+        out += _evidence(e, verbose)
+    return out
+
+
+def _symptoms(m: ReportModel) -> list[str]:
+    """The downstream symptoms of a failure, one bullet each."""
+    if m.status == "ok" or not m.symptoms:
+        return []
+    return ["## Downstream symptoms", "", *(f"- {md(s)}" for s in m.symptoms), ""]
+
+
+def _advisories(m: ReportModel) -> list[str]:
+    """The launch advisories with their fixes and evidence."""
+    if not m.advisories:
+        return []
+    out = ["## Launch advisories", ""]
+    for x in m.advisories:
+        out.append(f"- **{md(x.severity)}** {md(x.line)}  ")
+        out.append(f"  fix: {code(x.fix)}")
+        out += [f"  - {md(v)}" for v in x.evidence]
+    return [*out, ""]
+
+
+def _job(m: ReportModel) -> list[str]:
+    """The job's facts and the logs read."""
+    rows = [f"| {md(k)} | {md(v)} |" for k, v in m.facts]
+    return ["## Job", "", "| Fact | Value |", "|---|---|", *rows, f"| logs | {md(m.logs)} |", ""]
+
+
+def _grid_section(m: ReportModel) -> list[str]:
+    """The rank grid, when there are ranks to show."""
+    return _grid(m) if m.grid.cells else []
+
+
+def _flight_recorder(m: ReportModel) -> list[str]:
+    """The Flight Recorder table, when there were dumps."""
+    if not m.flight_recorder:
+        return []
+    return ["## Flight Recorder", "", fence(m.flight_recorder), ""]
+
+
+def _timeline(m: ReportModel, verbose: bool) -> list[str]:
+    """Each rank's first event (``--verbose`` only)."""
+    if not (verbose and m.timeline):
+        return []
+    rows = [
+        f"| {r.rank} | {md(r.node)} | {md(r.time or '—')} | {md(r.role or '—')} | "
+        f"{md(r.category or '—')} |"
+        for r in m.timeline
+    ]
+    return [
+        "## Per-rank timeline",
+        "",
+        "| rank | node | first event | role | category |",
+        "|---:|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def _attempts(m: ReportModel) -> list[str]:
+    """The verdict of each restart attempt."""
+    if not m.attempts:
+        return []
+    items = [
+        f"- attempt {a.attempt}: {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
+        f"{prose(a.cause)}"
+        for a in m.attempts
+    ]
+    return ["## Per-attempt verdicts", "", *items, ""]
+
+
+def _alternatives(m: ReportModel) -> list[str]:
+    """Up to three other explanations that were weighed."""
+    if not m.alternatives:
+        return []
+    items = [
+        f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {prose(a.cause)}"
+        for a in m.alternatives[:3]
+    ]
+    return ["## Also considered", "", *items, ""]
+
+
+def _notes(m: ReportModel) -> list[str]:
+    """What went wrong while reading, as quoted notes."""
+    if not m.problems:
+        return []
+    return [*(f"> note: {md(p)}" for p in m.problems), ""]
+
+
+def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
+    """The Markdown report of ``m``."""
+    out = [
+        *_heading(m),
+        *_verdict(m),
+        *_evidence_section(m, verbose),
+        *_symptoms(m),
+        *_advisories(m),
+        *_job(m),
+        *_grid_section(m),
+        *_flight_recorder(m),
+        *_timeline(m, verbose),
+        *_attempts(m),
+        *_alternatives(m),
+        *_notes(m),
+    ]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -18,6 +18,7 @@ from analyzer.util.safe import clean
 if TYPE_CHECKING:
     from analyzer.api import Analysis
     from analyzer.decide.verdict import Evidence, Verdict
+    from analyzer.shape.attribute import Geometry
 
 CONTEXT_HEAD = 2
 CONTEXT_TAIL = 5
@@ -198,60 +199,92 @@ def _alt(v: Verdict) -> AltView:
     )
 
 
+_PARALLEL_KEYS = ("tp", "pp", "cp", "dp", "ep")
+_GPU_KEYS = ("gpu_name", "gpu_generation")
+_VERSION_KEYS = (
+    ("torch", "torch_version"),
+    ("NCCL", "nccl_version"),
+    ("Megatron", "megatron_version"),
+)
+
+
+def _plural(n: int, word: str) -> str:
+    """``1 node`` / ``2 nodes``."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _nodes_fact(g: Geometry, grid: Grid) -> str | None:
+    """``2 × 8 GPUs`` from the geometry, else the number of nodes the grid shows."""
+    if g.nnodes and g.nproc_per_node:
+        return f"{g.nnodes} × {g.nproc_per_node} GPUs"
+    if grid.nodes and grid.cells:
+        return _plural(len(grid.nodes), "node")
+    return None
+
+
+def _parallelism_fact(f: dict[str, Any]) -> str | None:
+    """``TP=2 PP=4`` (the sizes the logs name)."""
+    return " ".join(f"{k.upper()}={f[k]}" for k in _PARALLEL_KEYS if f.get(k)) or None
+
+
+def _gpu_fact(f: dict[str, Any]) -> str | None:
+    """``NVIDIA H100 Hopper (sm_90)``."""
+    gpu = " ".join(str(f[k]) for k in _GPU_KEYS if f.get(k))
+    if f.get("sm"):
+        gpu += f" (sm_{f['sm']})"
+    return gpu.strip() or None
+
+
+def _versions_fact(f: dict[str, Any]) -> str | None:
+    """``torch 2.4.0, NCCL 2.21.5, Megatron 0.8.0``."""
+    return ", ".join(f"{name} {f[k]}" for name, k in _VERSION_KEYS if f.get(k)) or None
+
+
+def _last_iteration_fact(f: dict[str, Any]) -> Any:
+    """The last iteration, ``120 of 1000`` when the run's length is known."""
+    last = f.get("last_iteration")
+    if last is not None and f.get("train_iters"):
+        return f"{last} of {f['train_iters']}"
+    return last
+
+
+def _slurm_fact(f: dict[str, Any]) -> str | None:
+    """``1234 FAILED exit 1:0 on gpu-[01-04]``."""
+    if not f.get("slurm_job_id"):
+        return None
+    parts = (
+        f["slurm_job_id"],
+        f.get("slurm_state"),
+        f"exit {f['slurm_exit_code']}" if f.get("slurm_exit_code") else None,
+        f"on {f['slurm_nodelist']}" if f.get("slurm_nodelist") else None,
+    )
+    return " ".join(str(x) for x in parts if x)
+
+
+def _fact_text(v: Any) -> str:
+    """A fact's value as shown: integers with thousands separators, all of it cleaned."""
+    return clean(f"{v:,}" if isinstance(v, int) else v)
+
+
 def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
+    """The job's facts, one (name, value) row each; unknown facts are left out."""
     d = a.diagnosis
     f = d.facts
     g = a.attributed.geometry
     ws = g.world_size or f.get("world_size")
-    nodes = None
-    if g.nnodes and g.nproc_per_node:
-        nodes = f"{g.nnodes} × {g.nproc_per_node} GPUs"
-    elif grid.nodes and grid.cells:
-        nodes = f"{len(grid.nodes)} node{'s' if len(grid.nodes) != 1 else ''}"
-    par = " ".join(f"{k.upper()}={f[k]}" for k in ("tp", "pp", "cp", "dp", "ep") if f.get(k))
-    gpu = " ".join(str(f[k]) for k in ("gpu_name", "gpu_generation") if f.get(k))
-    if f.get("sm"):
-        gpu += f" (sm_{f['sm']})"
-    versions = ", ".join(
-        f"{name} {f[k]}"
-        for name, k in (
-            ("torch", "torch_version"),
-            ("NCCL", "nccl_version"),
-            ("Megatron", "megatron_version"),
-        )
-        if f.get(k)
-    )
-    last = f.get("last_iteration")
-    if last is not None and f.get("train_iters"):
-        last = f"{last} of {f['train_iters']}"
-    size = d.bytes_read
-    read = f"{d.files} file{'s' if d.files != 1 else ''}, {_bytes(size)}"
-    slurm = None
-    if f.get("slurm_job_id"):
-        slurm = " ".join(
-            str(x)
-            for x in (
-                f["slurm_job_id"],
-                f.get("slurm_state"),
-                f"exit {f['slurm_exit_code']}" if f.get("slurm_exit_code") else None,
-                f"on {f['slurm_nodelist']}" if f.get("slurm_nodelist") else None,
-            )
-            if x
-        )
     rows: list[tuple[str, Any]] = [
-        ("SLURM job", slurm),
+        ("SLURM job", _slurm_fact(f)),
         ("world size", ws),
         ("ranks seen", None if ws or not grid.cells else len(grid.cells)),
-        ("nodes", nodes),
-        ("parallelism", par or None),
-        ("GPU", gpu.strip() or None),
-        ("versions", versions or None),
-        ("last iteration", last),
+        ("nodes", _nodes_fact(g, grid)),
+        ("parallelism", _parallelism_fact(f)),
+        ("GPU", _gpu_fact(f)),
+        ("versions", _versions_fact(f)),
+        ("last iteration", _last_iteration_fact(f)),
         ("phase", d.phase),
-        ("read", read),
+        ("read", f"{_plural(d.files, 'file')}, {_bytes(d.bytes_read)}"),
     ]
-    shown = [(k, v) for k, v in rows if v not in (None, "")]
-    return [(k, clean(f"{v:,}" if isinstance(v, int) else v)) for k, v in shown]
+    return [(k, _fact_text(v)) for k, v in rows if v not in (None, "")]
 
 
 def _bytes(n: int) -> str:

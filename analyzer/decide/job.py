@@ -1,0 +1,71 @@
+"""The job as the decision rules see it: one attempt's events sorted by what they can mean."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES
+from analyzer.decide.promote import promote
+from analyzer.model.event import Event
+from analyzer.shape.attribute import Geometry
+from analyzer.shape.facts import JobFacts
+
+
+@dataclass(frozen=True)
+class JobView:
+    """Read-only input of every decision rule: the rows (promotions applied), the job's facts
+    and shape, and the rows sorted into roots, SLURM ends and symptoms."""
+
+    rows: tuple[Event, ...]
+    facts: JobFacts
+    geo: Geometry
+    active: tuple[Event, ...]
+    """Every row but context lines."""
+    roots: tuple[Event, ...]
+    """Root events that are not a SLURM end."""
+    ends: tuple[Event, ...]
+    """SLURM ends (time limit, preemption, node failure, cancellation) logged as roots."""
+    symptoms: tuple[Event, ...]
+    universe: frozenset[int]
+    """Every rank of the job: ``range(world_size)`` when it is known, else the ranks seen."""
+
+    @classmethod
+    def of(cls, rows: Sequence[Event], facts: JobFacts, geo: Geometry) -> JobView:
+        """The view of ``rows`` (never changed) for one decision."""
+        promoted = tuple(promote(rows))
+        active = tuple(r for r in promoted if r.role != "context")
+        return cls(
+            rows=promoted,
+            facts=facts,
+            geo=geo,
+            active=active,
+            roots=tuple(
+                r for r in active if r.role == "root" and r.category not in SLURM_END_CATEGORIES
+            ),
+            ends=tuple(
+                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == "root"
+            ),
+            symptoms=tuple(r for r in active if r.role == "symptom"),
+            universe=frozenset(universe(promoted, geo)),
+        )
+
+    @property
+    def world(self) -> int | None:
+        """The world size when the geometry settled one."""
+        return world(self.geo)
+
+
+def world(geo: Geometry) -> int | None:
+    """The job's world size as the geometry settled it (``Geometry.resolve``), or None."""
+    ws = geo.world_size
+    return ws if isinstance(ws, int) and ws > 0 else None
+
+
+def universe(rows: Sequence[Event], geo: Geometry) -> set[int]:
+    """Every rank of the job: ``range(world_size)`` when known (and sane), else the ranks
+    that logged something."""
+    ws = geo.world_size
+    if isinstance(ws, int) and 0 < ws <= 1_000_000:
+        return set(range(ws))
+    return {r.rank for r in rows if r.rank is not None}

@@ -1,0 +1,88 @@
+"""Promotions: lines whose meaning depends on other lines become rendezvous roots.
+
+Each promotion is a small rule (an id, a docstring that says when it applies and why) from the
+rows to the rows with some events replaced; ``promote`` applies them in order. They never
+change the rows they are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from analyzer.decide import wording
+from analyzer.model.event import Event
+
+
+def over_joined(rows: Sequence[Event]) -> list[Event]:
+    """A line saying more workers joined than the world holds (a capture with role ``joined``
+    above the one with role ``world_size``) is a rendezvous root whatever its own role: two
+    jobs, or a stale ``file://`` store, share one store."""
+    return [_over_joined(r) or r for r in rows]
+
+
+def _over_joined(r: Event) -> Event | None:
+    joined, world = r.role_of("joined") or "", r.role_of("world_size") or ""
+    if not (joined.isdecimal() and world.isdecimal() and int(joined) > int(world) > 0):
+        return None
+    return replace(
+        r,
+        role="root",
+        category="rendezvous",
+        title=wording.OVER_JOINED_TITLE,
+        cause=wording.over_joined_cause(joined, world),
+        fix=wording.OVER_JOINED_FIX,
+        fix_exact=True,
+    )
+
+
+def claimed_twice(rows: Sequence[Event]) -> list[Event]:
+    """The second claim of one global rank in one file and attempt (tag ``rank-claim``)
+    becomes a rendezvous root: two launchers handed out the same ranks (Lightning started by
+    srun without one task per GPU, two agents per node), so the world can never form."""
+    first: dict[tuple[str, int | None, int], Event] = {}
+    promoted: dict[int, Event] = {}
+    for i, r in enumerate(rows):  # rows are in file and line order
+        rank = r.rank
+        if rank is None or not r.tagged("rank-claim"):
+            continue
+        earlier = first.setdefault((r.file, r.attempt, rank), r)
+        if earlier is not r:
+            promoted[i] = replace(
+                r,
+                role="root",
+                category="rendezvous",
+                title=wording.CLAIMED_TWICE_TITLE,
+                cause=wording.claimed_twice_cause(rank, r.file, earlier.line, r.line),
+                fix=wording.CLAIMED_TWICE_FIX,
+                fix_exact=True,
+            )
+    return [promoted.get(i, r) for i, r in enumerate(rows)]
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """One promotion rule."""
+
+    id: str
+    apply: Callable[[Sequence[Event]], list[Event]]
+
+    @property
+    def doc(self) -> str:
+        """When the promotion applies, and why."""
+        return (self.apply.__doc__ or "").strip()
+
+
+PROMOTIONS: tuple[Promotion, ...] = (
+    Promotion("over-joined", over_joined),
+    Promotion("claimed-twice", claimed_twice),
+)
+"""The promotions, in the order they apply."""
+
+
+def promote(rows: Sequence[Event]) -> list[Event]:
+    """``rows`` with every promotion applied (a new list)."""
+    out = list(rows)
+    for p in PROMOTIONS:
+        out = p.apply(out)
+    return out

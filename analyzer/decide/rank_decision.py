@@ -1,0 +1,341 @@
+"""The rank decision: which rank (and node) the verdict names, how sure, and by which rule.
+
+A ``RankDecision`` starts from the proposed event's own rank and passes through the rank rules
+in order; each rule applies to the verdict rules it lists, and returns a new decision or None
+(no change). The decision is made once, before the verdict is built, and never edited
+afterwards. Every rule id is worded in ``wording.RANK_NOTES``; ``docs/decisions.md`` explains
+each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from analyzer.catalog.vocabulary import info
+from analyzer.decide.job import JobView
+from analyzer.decide.ordering import SKEW, clearly_first, signature
+from analyzer.decide.rank_rules import headless, uniform_by_detail
+from analyzer.decide.rules import Proposal
+from analyzer.model.event import Event
+
+NEAR_KIN = timedelta(minutes=2)
+"""A same-category event this close to an unranked root may lend it its rank."""
+NEAR_LINES = 2
+"""An srun exit this close below an unlabelled root line is that line's task's exit."""
+KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
+"""Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
+
+
+@dataclass(frozen=True)
+class RankDecision:
+    """The rank the verdict names (or None), where it ran, and the rule that settled it."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    node: str | None = None
+    node_index: int | None = None
+    rule: str | None = None
+    """The rank rule that settled it; None: the proposed line's own rank."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What the rule used (file, line, ranks ...), for the rank note."""
+    evidence: tuple[Event, ...] = ()
+    """Lines the rule rests on, shown after the verdict's own line."""
+
+    @classmethod
+    def of_event(cls, e: Event | None) -> RankDecision:
+        """The rank an event carries (none for no event)."""
+        if e is None:
+            return cls()
+        return cls(e.rank, e.local_rank, e.node, e.node_index)
+
+    def why(self, rule: str, **facts: Any) -> RankDecision:
+        """The same place, settled by ``rule`` with ``facts``."""
+        return replace(self, rule=rule, facts=facts)
+
+    def unnamed(self, rule: str, **facts: Any) -> RankDecision:
+        """No rank is named, by ``rule`` (the node stays)."""
+        return replace(self, rank=None, local_rank=None, rule=rule, facts=facts)
+
+    def taken_from(self, r: Event, rule: str) -> RankDecision:
+        """Rank, local rank and node taken from event ``r``, which the note names."""
+        return RankDecision(
+            r.rank,
+            r.local_rank,
+            r.node or self.node,
+            r.node_index,
+            rule,
+            {"file": r.file, "line": r.line},
+            (*self.evidence, r),
+        )
+
+
+RankApply = Callable[[JobView, Proposal, RankDecision], "RankDecision | None"]
+
+
+@dataclass(frozen=True)
+class RankRule:
+    """One rank rule: its id, the verdict rules it applies to, and its function."""
+
+    id: str
+    verdicts: frozenset[str]
+    apply: RankApply
+    job_level: bool = False
+    """Applies to the whole job's verdict only (not to one attempt's)."""
+
+    @property
+    def doc(self) -> str:
+        """When the rule applies, and why."""
+        return " ".join((self.apply.__doc__ or "").split())
+
+
+def slurm_end(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """SLURM ended every task of the job: no rank is named (the node the line names stays)."""
+    return d.unnamed("slurm-end")
+
+
+def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A hang: the rank the hang analysis names as its culprit, with the node it ran on (from
+    its own lines, else from the processes per node), or none and the reason why."""
+    f = p.hang
+    if f is None:
+        return None
+    if f.rank is None:
+        return RankDecision(rule="culprit", facts={"reason": f.reason})
+    mine = [r for r in job.rows if r.rank == f.rank]
+    node = next((r.node for r in mine if r.node), None)
+    local = next((r.local_rank for r in mine if r.local_rank is not None), None)
+    index = next((r.node_index for r in mine if r.node_index is not None), None)
+    geo = job.geo
+    if node is None and geo.nproc_per_node:
+        index = f.rank // geo.nproc_per_node
+        hosts = {r.host for r in job.rows if r.node_index == index and r.host}
+        node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, index)
+    return RankDecision(f.rank, local, node, index, "culprit", {"reason": f.reason})
+
+
+def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
+    every = bool(job.universe) and {r.rank for r in same} >= job.universe
+    who = f"all {len(same)} ranks" if every else "ranks " + ", ".join(
+        str(r.rank) for r in same[:8]
+    )
+    return who, every
+
+
+def same_way_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Several ranks failed the same way (pattern and exception type) and one was clearly
+    first (by more than the clock-skew tolerance): that rank."""
+    if not clearly_first(p.same):
+        return None
+    who, _every = _who(job, p.same)
+    first = p.same[0]
+    return replace(d.why("same-way-first", who=who, rank=first.rank), evidence=p.same[1:3])
+
+
+def same_way_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Several ranks failed the same way at the same time: no single rank to blame (nor a
+    node, when every rank did)."""
+    if len(p.same) < 2 or clearly_first(p.same):
+        return None
+    who, every = _who(job, p.same)
+    out = d.unnamed("same-way-together", who=who)
+    if every:
+        out = replace(out, node=None, node_index=None)
+    return replace(out, evidence=p.same[1:3])
+
+
+def _alone(p: Proposal) -> bool:
+    """The proposed failure shows on fewer than two ranks."""
+    return len(p.same) < 2
+
+
+def peer_died_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked link error after a worker died: the error is the death's echo, so the
+    reporting rank is not blamed."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
+        return None
+    if e.category != "network" or e.time is None:
+        return None
+    died = [
+        r for r in job.active if r.tagged("death") and r.time is not None and r.time < e.time - SKEW
+    ]
+    if not died:
+        return None
+    return d.why("peer-died-first", file=died[0].file, line=died[0].line)
+
+
+def from_line(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked root (a scheduler line) takes the rank of the one rank whose events of the
+    same category (or its kin) are within two minutes of it."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
+        return None
+    kin = {e.category, *info(e.category).kin}
+    near = [
+        r
+        for r in job.active
+        if r.category in kin
+        and r.rank is not None
+        and (e.time is None or r.time is None or abs(r.time - e.time) <= NEAR_KIN)
+    ]
+    if len({r.rank for r in near}) != 1:
+        return None
+    return d.taken_from(near[0], "from-line")
+
+
+def victim(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A verdict made from a symptom does not name the symptom's rank (unless the line
+    records that rank's own death): the rank is where the failure showed, not where it
+    began."""
+    e = p.event
+    if e is None or d.rank is None or e.tagged("death"):
+        return None
+    return d.unnamed("victim", rank=d.rank)
+
+
+def only_death(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked verdict takes the rank of the one worker the launcher reports dead, when
+    exactly one is (torchrun's ``failed (exitcode: 1) local_rank: 0``, mp.spawn's process
+    exits): the line came from the process that died. Workers it SIGTERMed do not count."""
+    if d.rank is not None or d.rule not in (None, "victim"):
+        return None
+    dead: dict[int, Event] = {}
+    for r in job.rows:
+        if r.rank is None or not r.tagged("death"):
+            continue
+        if r.role_of("exit_code") in KILLED_BY_LAUNCHER or r.role_of("signal") in (
+            KILLED_BY_LAUNCHER
+        ):
+            continue
+        dead.setdefault(r.rank, r)
+    if len(dead) != 1:
+        return None
+    (r,) = dead.values()
+    return d.taken_from(r, "only-death")
+
+
+def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unprefixed root line takes its node from srun's task exits, when they single one
+    out: a task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right
+    below the line, or the only task that exits on its own. The first task to exit is not
+    enough by itself: in a two-node job the healthy node's agent often exits first."""
+    e = p.event
+    if e is None or d.node is not None or d.rank is not None or d.rule is not None:
+        return None
+    exits = [
+        r
+        for r in job.rows
+        if r.tagged("task-exit")
+        and r.role_of("exit_code") is not None
+        and (r.role_of("task") or "").isdecimal()
+    ]
+    tasks = {int(r.role_of("task") or 0) for r in exits}
+    if not tasks:
+        return None
+    last = e.line  # an assembled traceback's line is its closing exception line
+    below = [r for r in exits if r.file == e.file and last < r.line <= last + NEAR_LINES]
+    if len(tasks) == 1:
+        first = exits[0]
+    elif below:
+        first = min(below, key=lambda r: r.line)
+    else:
+        return d.why("srun-exits-many", tasks=len(tasks))
+    task = int(first.role_of("task") or 0)
+    node = job.geo.node_label(job.geo.task_hosts.get(task), task)
+    out = d.why("srun-exit", task=task, file=first.file, line=first.line)
+    return replace(out, node=node, node_index=task)
+
+
+def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A start-up error every rank raises alike (a bad argument, a missing module) names no
+    rank when the logs show no other rank: the launcher reported the first copy it saw. Other
+    ranks seen without it (a node with a broken environment) keep the rank."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is None:
+        return None
+    if not (info(e.category).uniform or e.tagged("uniform") or uniform_by_detail(e, job.rows)):
+        return None
+    sig = signature(e)
+    others = any(
+        r.rank is not None and r.rank != d.rank and r.role != "context" and signature(r) != sig
+        for r in job.rows
+    )
+    return None if others else d.unnamed("uniform", rank=d.rank)
+
+
+def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """The log begins inside the rank's traceback (a paste cut at the top): what came before
+    is missing, so the log cannot show that this rank failed first."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is None or not headless(e):
+        return None
+    if job.geo.world_size == 1:
+        return None
+    return d.unnamed("paste-cut", rank=d.rank)
+
+
+def only_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A job of one process failed on its only rank, 0 (unless a rule already said why no
+    rank is named)."""
+    if d.rank is not None or d.rule is not None or job.geo.world_size != 1:
+        return None
+    return replace(d.why("only-rank"), rank=0, local_rank=0)
+
+
+_ROOT = frozenset({"root"})
+_FAILED = frozenset(
+    {"root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms", "unknown"}
+)
+
+RANK_RULES: tuple[RankRule, ...] = (
+    RankRule("slurm-end", frozenset({"slurm-end"}), slurm_end),
+    RankRule("culprit", frozenset({"hang", "end-after-symptoms"}), culprit),
+    RankRule("same-way-first", _ROOT, same_way_first),
+    RankRule("same-way-together", _ROOT, same_way_together),
+    RankRule("peer-died-first", _ROOT, peer_died_first),
+    RankRule("from-line", _ROOT, from_line),
+    RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
+    RankRule("only-death", frozenset({"root", "unknown"}), only_death),
+    RankRule("srun-exit", _ROOT, srun_exit),
+    RankRule("uniform", _ROOT, uniform),
+    RankRule("paste-cut", _ROOT, paste_cut),
+    RankRule("only-rank", _FAILED, only_rank, job_level=True),
+)
+"""The rank rules in the order they apply to a proposal; each sees the decision so far."""
+
+
+def decide_rank(job: JobView, p: Proposal, whole_job: bool = False) -> RankDecision:
+    """The rank decision for proposal ``p``: its event's rank passed through every rank rule
+    that applies to ``p``'s verdict rule (the job-level ones only when ``whole_job``)."""
+    d = RankDecision.of_event(p.event)
+    for rule in RANK_RULES:
+        if p.rule not in rule.verdicts or (rule.job_level and not whole_job):
+            continue
+        d = rule.apply(job, p, d) or d
+    return d
+
+
+CERTAINTY: dict[str | None, str] = {
+    None: "certain",
+    "same-way-first": "certain",
+    "only-death": "certain",
+    "only-rank": "certain",
+    "from-line": "likely",
+    "culprit": "likely",
+    "inferred": "likely",
+}
+"""How sure a named rank is, by the rule that named it (a rank its own line carries is
+``certain``; one taken from another line or the hang analysis ``likely``)."""
+
+
+def certainty(rank: int | None, rule: str | None, assumed: bool) -> str:
+    """``certain``, ``likely``, ``assumed`` (a local rank taken as global on what looks like
+    one node) or ``unknown`` (no rank named)."""
+    if rank is None:
+        return "unknown"
+    if assumed:
+        return "assumed"
+    return CERTAINTY.get(rule, "likely")

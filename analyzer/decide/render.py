@@ -1,0 +1,138 @@
+"""Build a ``Verdict`` from what was decided: the proposal and the rank decision.
+
+Pattern text is rendered with the event's captures and the job's facts; every sentence of the
+reasoning's own comes from ``wording``. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import regex
+
+from analyzer.catalog.model import render
+from analyzer.decide import wording
+from analyzer.decide.fixes import tailor_fix
+from analyzer.decide.job import JobView
+from analyzer.decide.rank_decision import RankDecision
+from analyzer.decide.rules import Proposal
+from analyzer.decide.verdict import Evidence, Verdict
+from analyzer.model.event import Event
+from analyzer.shape.facts import JobFacts
+
+_UNKNOWN_SUBJECT = regex.compile(r"\b(?P<w>[Rr]ank|[Nn]ode) \?(?=[\s,.:;)]|$)")
+
+
+def evidence(r: Event) -> Evidence:
+    """An event as a verdict's evidence (a traceback as its collapsed context)."""
+    ctx = (r.traceback or "").splitlines()
+    return Evidence(r.file, r.line, r.text, r.rank, r.node, r.time, ctx)
+
+
+def _values(r: Event, facts: JobFacts) -> dict[str, Any]:
+    v: dict[str, Any] = {**facts.values, **r.values()}
+    v["rank"] = r.rank if r.rank is not None else "?"
+    return v
+
+
+def _unknowns(text: str) -> str:
+    """``Rank ? raised`` reads badly: say "a rank" where the logs name none."""
+    return _UNKNOWN_SUBJECT.sub(
+        lambda m: ("A " if m["w"][0].isupper() else "a ") + m["w"].lower(), text
+    )
+
+
+def failure_key(r: Event) -> dict[str, str]:
+    """Structured identity of the event: exception type, innermost frame, message, op."""
+    key = {
+        "exc_type": r.cap("exc_type") or "",
+        "frame": r.cap("frame") or "",
+        "message": r.cap("exc_msg") or r.message or r.text or "",
+    }
+    op = r.cap("op")
+    if op:
+        key["op"] = str(op)
+    return {k: v for k, v in key.items() if v}
+
+
+def _pattern_texts(r: Event, job: JobView) -> tuple[str, str]:
+    """The event's cause and fix, rendered, the fix fitted to the job."""
+    vals = _values(r, job.facts)
+    cause = _unknowns(render(r.cause or r.title or "", vals))
+    fix = render(r.fix or "", vals)
+    if not r.fix_exact:  # a reasoning rule's own fix is already specific
+        fix = tailor_fix(r, fix, job.facts, job.geo)
+    return cause, _unknowns(fix)
+
+
+def _hang_texts(p: Proposal, job: JobView) -> tuple[str, str]:
+    """A hang's cause (how many ranks timed out in what, and the culprit or why none) and
+    the timeout's fix fitted to a hang."""
+    first, finding = p.event, p.hang
+    assert first is not None and finding is not None
+    ranks = len({r.rank for r in p.timeouts if r.rank is not None})
+    what = wording.collective(first.cap("op"), first.cap("seq"))
+    cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
+    base = render(first.fix or "", _values(first, job.facts))
+    fix = tailor_fix(replace(first, category="collective_timeout"), base, job.facts, job.geo)
+    return cause, fix
+
+
+def _texts(p: Proposal, job: JobView) -> tuple[str, str, str]:
+    """Title, cause and fix of the verdict."""
+    e = p.event
+    assert e is not None
+    title = e.title or ""
+    if p.hang is not None:
+        cause, fix = _hang_texts(p, job)
+    elif p.rule == "unknown":
+        title = wording.UNKNOWN_TITLE
+        cause, fix = wording.unknown_cause(e.title or e.pattern_id), wording.UNKNOWN_FIX
+    else:
+        cause, fix = _pattern_texts(e, job)
+    if p.end is not None:
+        cause += wording.then_slurm_ended(p.end.title or p.end.category)
+    return title, cause, fix
+
+
+def _evidence_of(p: Proposal, d: RankDecision) -> list[Evidence]:
+    """The proposed line, then what the rank rule rests on; a hang's culprit lines first."""
+    assert p.event is not None
+    if p.hang is not None and p.hang.rank is not None:
+        return [evidence(r) for r in p.hang.rows] + [evidence(p.event)]
+    return [evidence(p.event)] + [evidence(r) for r in d.evidence]
+
+
+def build_verdict(job: JobView, p: Proposal, d: RankDecision) -> Verdict:
+    """The verdict of proposal ``p`` with rank decision ``d``."""
+    e = p.event
+    if e is None:
+        return Verdict(
+            category=p.category or "none",
+            cause=wording.NONE_CAUSE,
+            fix=wording.NONE_FIX,
+            confidence=p.confidence,
+            title=wording.NONE_TITLE,
+            rule=p.rule,
+        )
+    title, cause, fix = _texts(p, job)
+    return Verdict(
+        category=p.category or e.category,
+        cause=cause,
+        fix=fix,
+        confidence=p.confidence,
+        pattern_id=e.pattern_id,
+        rank=d.rank,
+        local_rank=d.local_rank,
+        node=d.node,
+        node_index=d.node_index,
+        time=e.time,
+        title=title,
+        evidence=_evidence_of(p, d),
+        attempt=e.attempt,
+        key=failure_key(e),
+        rule=p.rule,
+        rank_rule=d.rule,
+        rank_facts=d.facts,
+    )

@@ -1,0 +1,222 @@
+"""The verdict rules: which event explains the failure, tried in order until one applies.
+
+Each rule is a pure function from the job (``JobView``) to a ``Proposal`` or None, with an id
+(``Verdict.rule``, worded in ``wording.RULES``) and a docstring that says when it applies and
+why; ``docs/decisions.md`` lists them in this order (a test checks it). The rank is decided
+afterwards, by its own rules (``analyzer.decide.rank_decision``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from analyzer.catalog.vocabulary import info, strength
+from analyzer.decide.confidence import CONFIDENCE
+from analyzer.decide.flightrec import culprit_row
+from analyzer.decide.hangs import HangFinding, find_culprit
+from analyzer.decide.job import JobView
+from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
+from analyzer.model.event import Event
+
+ALTERNATIVES = 3
+"""At most this many other roots are shown beside a root verdict."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a verdict rule proposes: the event the verdict is made from, and why."""
+
+    rule: str
+    """The verdict rule's id."""
+    event: Event | None
+    """The event the verdict's cause, fix, time and evidence come from (None: no failure)."""
+    confidence: float
+    status: str = "failed"
+    category: str | None = None
+    """The verdict's category when it is not the event's (a hang, an unknown failure)."""
+    same: tuple[Event, ...] = ()
+    """Each rank's first copy of the same failure (a root verdict), in time order."""
+    hang: HangFinding | None = None
+    """The hang analysis (a hang verdict)."""
+    timeouts: tuple[Event, ...] = ()
+    """The timeouts the hang analysis compared."""
+    end: Event | None = None
+    """The SLURM end that only confirmed the failure (``end-after-symptoms``)."""
+    alternatives: tuple[Proposal, ...] = ()
+
+
+def root(job: JobView) -> Proposal | None:
+    """A root event exists: the earliest root (within the clock-skew tolerance, then the
+    stronger evidence, then stream order) is the cause, whatever symptoms came before it.
+    When the same failure (pattern and exception type) shows on several ranks and one was
+    clearly first, that rank's copy is the one the verdict is made from."""
+    if not job.roots:
+        return None
+    chosen = earliest(job.roots)
+    conf = (
+        CONFIDENCE["root-uncatalogued"]
+        if chosen.tagged("uncatalogued")
+        else info(chosen.category).confidence
+    )
+    sig = signature(chosen)
+    same = tuple(first_per_rank(r for r in job.roots if signature(r) == sig))
+    event = same[0] if clearly_first(same) else chosen
+    return Proposal("root", event, conf, same=same, alternatives=_root_alternatives(job, event))
+
+
+def _root_alternatives(job: JobView, chosen: Event) -> tuple[Proposal, ...]:
+    """Other roots of another category or pattern (up to ``ALTERNATIVES``), then the first
+    SLURM end, as alternatives of a root verdict."""
+    seen = {(chosen.category, chosen.pattern_id)}
+    out: list[Proposal] = []
+    for r in sorted(job.roots, key=key):
+        if (r.category, r.pattern_id) not in seen and len(out) < ALTERNATIVES:
+            seen.add((r.category, r.pattern_id))
+            out.append(Proposal("alternative", r, CONFIDENCE["alternative"]))
+    if job.ends:
+        end = min(job.ends, key=key)
+        out.append(Proposal("alternative", end, CONFIDENCE["alternative-slurm-end"]))
+    return tuple(out)
+
+
+def end_after_symptoms(job: JobView) -> Proposal | None:
+    """SLURM ended the job (time limit, preemption, node failure) after symptoms that explain
+    a failure of their own (a hang's timeouts, a host OOM, a diverging loss): the end only
+    confirmed them. The strongest such symptom (a hang before all) is the cause."""
+    if not job.ends:
+        return None
+    end = min(job.ends, key=key)
+    t_end = end.time
+    before = [
+        r
+        for r in job.symptoms
+        if info(r.category).before_end
+        and (t_end is None or (r.time is not None and r.time < t_end - SKEW))
+    ]
+    if not before:
+        return None
+    alternatives = (Proposal("slurm-end", end, CONFIDENCE["slurm-end"]),)
+    cats = Counter(r.category for r in before)
+    if "collective_timeout" in cats:
+        hung = _hang(job, [r for r in before if r.category == "collective_timeout"])
+        return Proposal(
+            "end-after-symptoms",
+            hung.event,
+            hung.confidence,
+            category=hung.category,
+            hang=hung.hang,
+            timeouts=hung.timeouts,
+            end=end,
+            alternatives=alternatives,
+        )
+    cat = max(cats, key=lambda c: (strength(c), cats[c]))
+    first = min((r for r in before if r.category == cat), key=key)
+    return Proposal(
+        "end-after-symptoms",
+        first,
+        CONFIDENCE["end-after-symptoms"],
+        end=end,
+        alternatives=alternatives,
+    )
+
+
+def slurm_end(job: JobView) -> Proposal | None:
+    """SLURM ended the job and nothing failed before it: the end is the verdict."""
+    if not job.ends:
+        return None
+    return Proposal("slurm-end", min(job.ends, key=key), CONFIDENCE["slurm-end"])
+
+
+def death_record(job: JobView) -> Proposal | None:
+    """No root line, but a worker's death record of a category that says why it died (a
+    scheduler's OOM kill, a fatal signal, a CUDA error exit): the earliest is the verdict."""
+    promotable = [
+        r for r in job.symptoms if info(r.category).promotable and r.tagged("death-record")
+    ]
+    if not promotable:
+        return None
+    return Proposal("death-record", earliest(promotable), CONFIDENCE["death-record"])
+
+
+def hang(job: JobView) -> Proposal | None:
+    """Only collective timeouts: a hang. The hang analysis names a culprit only from
+    evidence (the Flight Recorder dumps, a desync report, a rank missing from the timeouts),
+    else says why it cannot."""
+    timeouts = [r for r in job.symptoms if r.category == "collective_timeout"]
+    return _hang(job, timeouts) if timeouts else None
+
+
+def _hang(job: JobView, timeouts: list[Event]) -> Proposal:
+    finding = find_culprit(timeouts, set(job.universe), culprit_row(list(job.rows)))
+    return Proposal(
+        "hang",
+        earliest(timeouts),
+        finding.confidence,
+        category="collective_timeout",
+        hang=finding,
+        timeouts=tuple(timeouts),
+    )
+
+
+def symptoms(job: JobView) -> Proposal | None:
+    """Only symptoms, and the most common class is evident on its own (a diverging loss, a
+    rendezvous, network or NCCL error): the earliest of that class is the cause."""
+    if not job.symptoms:
+        return None
+    cat = Counter(r.category for r in job.symptoms).most_common(1)[0][0]
+    if not info(cat).evident:
+        return None
+    first = earliest(r for r in job.symptoms if r.category == cat)
+    return Proposal("symptoms", first, CONFIDENCE["symptoms"])
+
+
+def unknown(job: JobView) -> Proposal | None:
+    """Only symptoms of no evident class: the job failed and the cause is unknown; the
+    earliest symptom is shown as the evidence."""
+    if not job.symptoms:
+        return None
+    return Proposal(
+        "unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category="unknown"
+    )
+
+
+def none(job: JobView) -> Proposal | None:
+    """Nothing failed: no root, SLURM end or symptom in the logs."""
+    return Proposal("none", None, CONFIDENCE["none"], status="ok", category="none")
+
+
+@dataclass(frozen=True)
+class VerdictRule:
+    """One verdict rule of the registry."""
+
+    id: str
+    propose: Callable[[JobView], Proposal | None]
+
+    @property
+    def doc(self) -> str:
+        """When the rule applies, and why."""
+        return " ".join((self.propose.__doc__ or "").split())
+
+
+VERDICT_RULES: tuple[VerdictRule, ...] = (
+    VerdictRule("root", root),
+    VerdictRule("end-after-symptoms", end_after_symptoms),
+    VerdictRule("slurm-end", slurm_end),
+    VerdictRule("death-record", death_record),
+    VerdictRule("hang", hang),
+    VerdictRule("symptoms", symptoms),
+    VerdictRule("unknown", unknown),
+    VerdictRule("none", none),
+)
+"""The verdict rules in the order they are tried; the first that proposes wins."""
+
+
+def propose(job: JobView) -> Proposal:
+    """The proposal of the first verdict rule that applies (``none`` always does)."""
+    for rule in VERDICT_RULES:
+        p = rule.propose(job)
+        if p is not None:
+            return p
+    raise AssertionError("the none rule always proposes")

@@ -1,0 +1,276 @@
+"""Each verdict rule and each rank rule on events built directly, through the registries.
+
+Every test goes through ``propose`` or ``decide_rank``, so removing a rule from its registry
+(or moving it after the rule that would otherwise win) fails its test.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from analyzer.decide import rank_decision, rules, wording
+from analyzer.decide.hangs import HangFinding
+from analyzer.decide.job import JobView
+from analyzer.decide.rank_decision import RANK_RULES, RankDecision, certainty, decide_rank
+from analyzer.decide.reason import decide
+from analyzer.decide.rules import VERDICT_RULES, Proposal, propose
+from analyzer.model.event import Event
+from analyzer.shape.attribute import Geometry
+from analyzer.shape.facts import JobFacts
+
+T0 = datetime(2026, 12, 1, 12, 0, 0)
+
+
+def ev(
+    category: str = "python_exception",
+    role: str = "root",
+    *,
+    line: int = 1,
+    file: str = "slurm-1.out",
+    rank: int | None = None,
+    seconds: float | None = 0,
+    pattern: str | None = None,
+    tags: tuple[str, ...] = (),
+    roles: dict[str, str] | None = None,
+    **kw: Any,
+) -> Event:
+    """An event as the reader and attribution would make it."""
+    roles = roles or {}
+    return Event(
+        file=file,
+        line=line,
+        pattern_id=pattern or f"test.{category}.{role}",
+        category=category,
+        role=role,
+        text=f"line {line}",
+        rank=rank,
+        local_rank=kw.pop("local_rank", rank),
+        node=kw.pop("node", None),
+        node_index=kw.pop("node_index", None),
+        time=None if seconds is None else T0 + timedelta(seconds=seconds),
+        title=kw.pop("title", f"{category} {role}"),
+        captures={f"c_{k}": v for k, v in roles.items()},
+        role_names={k: f"c_{k}" for k in roles},
+        tags=frozenset(tags),
+        **kw,
+    )
+
+
+def view(*rows: Event, world: int | None = None) -> JobView:
+    return JobView.of(list(rows), JobFacts(), Geometry(world_size=world))
+
+
+def proposed(*rows: Event, world: int | None = None) -> Proposal:
+    return propose(view(*rows, world=world))
+
+
+# -- verdict rules ---------------------------------------------------------------------------
+
+
+def test_registries_are_worded_and_documented() -> None:
+    assert [r.id for r in VERDICT_RULES] == [
+        "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
+        "unknown", "none",
+    ]
+    for r in VERDICT_RULES:
+        assert r.id in wording.RULES and r.doc, r.id
+    for rr in RANK_RULES:
+        assert rr.id in wording.RANK_NOTES and rr.doc, rr.id
+        assert rr.verdicts <= {r.id for r in VERDICT_RULES}, rr.id
+
+
+def test_root_the_earliest_root_wins_over_earlier_symptoms() -> None:
+    sym = ev("collective_timeout", "symptom", rank=1, seconds=0, line=1)
+    late = ev("cuda_error", rank=2, seconds=30, line=2)
+    early = ev("python_exception", rank=0, seconds=10, line=3)
+    p = proposed(sym, late, early)
+    assert (p.rule, p.event) == ("root", early)
+    assert [a.event for a in p.alternatives] == [late]
+
+
+def test_root_within_the_skew_the_stronger_evidence_wins() -> None:
+    weak = ev("python_exception", rank=0, seconds=0, line=1)
+    strong = ev("hardware", rank=1, seconds=1, line=2)
+    assert proposed(weak, strong).event == strong
+
+
+def test_end_after_symptoms_a_slurm_end_only_confirms_them() -> None:
+    oom = ev("host_oom", "symptom", rank=3, seconds=0)
+    end = ev("slurm_time_limit", seconds=60, line=9)
+    p = proposed(oom, end)
+    assert (p.rule, p.event, p.end) == ("end-after-symptoms", oom, end)
+    assert [a.rule for a in p.alternatives] == ["slurm-end"]
+
+
+def test_slurm_end_alone() -> None:
+    end = ev("slurm_cancelled", seconds=60)
+    p = proposed(end)
+    assert (p.rule, p.event, p.status) == ("slurm-end", end, "failed")
+
+
+def test_death_record_without_a_root_line() -> None:
+    death = ev("native_crash", "symptom", rank=2, tags=("death-record", "death"))
+    p = proposed(ev("collective_timeout", "symptom", rank=0, seconds=5, line=5), death)
+    assert (p.rule, p.event) == ("death-record", death)
+
+
+def test_hang_when_only_timeouts() -> None:
+    t = [ev("collective_timeout", "symptom", rank=r, line=r + 1) for r in range(3)]
+    p = proposed(*t, world=4)
+    assert (p.rule, p.category) == ("hang", "collective_timeout")
+    assert p.hang is not None and p.hang.rank == 3  # the one rank missing from the timeouts
+
+
+def test_symptoms_of_an_evident_class_name_it() -> None:
+    net = ev("network", "symptom", rank=1)
+    p = proposed(net, ev("network", "symptom", rank=2, line=2))
+    assert (p.rule, p.event) == ("symptoms", net)
+
+
+def test_unknown_when_symptoms_name_no_class() -> None:
+    p = proposed(ev("native_crash", "symptom", rank=1))
+    assert (p.rule, p.category) == ("unknown", "unknown")
+
+
+def test_none_when_nothing_failed() -> None:
+    p = proposed(ev("none", "context"))
+    assert (p.rule, p.status, p.event) == ("none", "ok", None)
+
+
+# -- rank rules ------------------------------------------------------------------------------
+
+
+def ranked(*rows: Event, world: int | None = None, whole_job: bool = False) -> RankDecision:
+    job = view(*rows, world=world)
+    return decide_rank(job, propose(job), whole_job)
+
+
+def test_own_rank_is_certain() -> None:
+    d = ranked(ev(rank=5))
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (5, None, "certain")
+
+
+def test_slurm_end_names_no_rank() -> None:
+    d = ranked(ev("slurm_node_fail", rank=1, node="n1"))
+    assert (d.rank, d.node, d.rule) == (None, "n1", "slurm-end")
+
+
+def test_culprit_from_the_hang_analysis() -> None:
+    t = ev("collective_timeout", "symptom", rank=0)
+    job = view(t, ev("python_exception", "context", rank=3, node="n3", line=2))
+    finding = HangFinding(3, "missing", 0.65, [], {"rank": 3, "world": 4})
+    p = Proposal("hang", t, 0.65, category="collective_timeout", hang=finding, timeouts=(t,))
+    d = decide_rank(job, p)
+    assert (d.rank, d.node, d.rule) == (3, "n3", "culprit")
+
+
+def test_same_way_first_names_the_first_rank() -> None:
+    a = ev(rank=1, seconds=0, pattern="x")
+    b = ev(rank=0, seconds=10, pattern="x", line=2)
+    d = ranked(b, a)
+    assert (d.rank, d.rule, d.facts["rank"]) == (1, "same-way-first", 1)
+
+
+def test_same_way_together_names_none() -> None:
+    d = ranked(*(ev(rank=r, pattern="x", line=r + 1, node="n") for r in range(4)), world=4)
+    assert (d.rank, d.node, d.rule) == (None, None, "same-way-together")
+    assert d.facts["who"] == "all 4 ranks"
+
+
+def test_peer_died_first_does_not_blame_the_reporter() -> None:
+    died = ev("native_crash", "symptom", rank=2, seconds=0, tags=("death",))
+    link = ev("network", seconds=10, line=2)
+    assert ranked(died, link).rule == "peer-died-first"
+
+
+def test_from_line_takes_the_one_rank_nearby() -> None:
+    root = ev("cuda_oom", seconds=0)
+    near = ev("cuda_oom", "symptom", rank=6, seconds=30, line=2)
+    d = ranked(root, near)
+    assert (d.rank, d.rule, d.evidence) == (6, "from-line", (near,))
+
+
+def test_victim_a_symptom_names_no_rank() -> None:
+    d = ranked(ev("network", "symptom", rank=4))
+    assert (d.rank, d.rule) == (None, "victim")
+
+
+def test_only_death_gives_an_unranked_root_the_dead_workers_rank() -> None:
+    root = ev(seconds=None)
+    dead = ev("native_crash", "symptom", rank=1, line=2, tags=("death",), roles={"exit_code": "1"})
+    killed = ev("native_crash", "symptom", rank=0, line=3, tags=("death",),
+                roles={"exit_code": "-15"})
+    d = ranked(root, dead, killed)
+    assert (d.rank, d.rule) == (1, "only-death")
+
+
+def test_only_death_follows_victim_for_an_unknown_failure() -> None:
+    echo = ev("native_crash", "symptom", rank=1)
+    dead = ev("native_crash", "symptom", rank=0, line=2, tags=("death",), roles={"exit_code": "1"})
+    d = ranked(echo, dead)  # the echo's rank is a victim's; the one dead worker is named
+    assert (d.rank, d.rule, d.evidence) == (0, "only-death", (dead,))
+
+
+@pytest.mark.parametrize(("tasks", "rule", "node"), [(["1"], "srun-exit", "1"),
+                                                     (["0", "1"], "srun-exits-many", None)])
+def test_srun_exit_names_the_node(tasks: list[str], rule: str, node: str | None) -> None:
+    root = ev(seconds=None, line=10)
+    exits = [
+        ev("native_crash", "symptom", seconds=None, line=20 + i, tags=("task-exit",),
+           roles={"task": t, "exit_code": "1"})
+        for i, t in enumerate(tasks)
+    ]
+    d = ranked(root, *exits)
+    assert (d.rank, d.rule, d.node) == (None, rule, node)
+
+
+def test_uniform_a_start_up_error_on_one_rank_names_none() -> None:
+    assert ranked(ev("config", rank=3)).rule == "uniform"
+    other = ev("python_exception", "symptom", rank=1, line=2)
+    assert ranked(ev("config", rank=3), other).rank == 3
+
+
+def test_paste_cut_a_headless_traceback_names_none() -> None:
+    tb = 'File "train.py", line 3, in <module>\nValueError: x'
+    assert ranked(ev(rank=2, traceback=tb)).rule == "paste-cut"
+    assert ranked(ev(rank=2, traceback=tb), world=1).rank == 2
+
+
+def test_only_rank_for_a_one_process_job_as_a_whole() -> None:
+    root = ev(seconds=None)
+    assert ranked(root, world=1).rank is None
+    d = ranked(root, world=1, whole_job=True)
+    assert (d.rank, d.rule) == (0, "only-rank")
+
+
+def test_decide_builds_the_verdict_once_from_both_decisions() -> None:
+    a = ev(rank=1, seconds=0, pattern="x")
+    b = ev(rank=0, seconds=10, pattern="x", line=2)
+    v, alts, status = decide([a, b], JobFacts(), Geometry())
+    assert (v.rule, v.rank, v.rank_rule, status) == ("root", 1, "same-way-first", "failed")
+    assert alts == []
+    assert [e.line for e in v.evidence] == [1, 2]
+
+
+def test_every_rank_rule_is_reachable() -> None:
+    """Each rank rule in the registry is exercised above (a rule added without a test fails)."""
+    tested = {
+        "slurm-end", "culprit", "same-way-first", "same-way-together", "peer-died-first",
+        "from-line", "victim", "only-death", "srun-exit", "uniform", "paste-cut", "only-rank",
+    }
+    assert {r.id for r in rank_decision.RANK_RULES} == tested
+    assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)
+
+
+def test_docs_list_the_registries_as_the_code_has_them() -> None:
+    """docs/decisions.md's generated section equals the registries (regenerate it with
+    ``python -m analyzer.decide.docs docs/decisions.md``)."""
+    from pathlib import Path
+
+    from analyzer.decide.docs import registry_markdown
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "decisions.md").read_text("utf-8")
+    assert registry_markdown() in doc
