@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ from analyzer.decide.verdict import Diagnosis
 from analyzer.model.event import Event
 from analyzer.read.discover import Discovery, discover
 from analyzer.read.job import ReadResult, read_job
+from analyzer.read.slurmjob import SlurmJob
 from analyzer.shape.attribute import Attributed, attribute
 from analyzer.shape.facts import JobFacts, collect_facts
 from analyzer.shape.table import build_events, to_frame
@@ -29,15 +30,16 @@ if TYPE_CHECKING:
     from analyzer.flightrec.analyze import FrFinding
 
 
-@dataclass(repr=False)
+@dataclass(frozen=True, repr=False)
 class Analysis:
     """Everything the tool learned about one job (returned by ``analyze``).
 
     Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
     ``attributed`` (the launch geometry; the reader's events with their attributions),
     ``rows`` (the events as typed records, ``analyzer.model.event.Event``), ``facts`` (world size,
-    parallelism, versions, progress), ``catalog`` (the patterns used). Computed on first
-    use: ``events`` (polars), ``diagnosis``.
+    parallelism, versions, progress), ``catalog`` (the patterns used), ``script`` and
+    ``baseline`` (as given to ``analyze``). Never changed once made; computed on first use:
+    ``events`` (polars) and ``diagnosis`` (``diagnose(analysis)``).
 
     In Jupyter the analysis shows as its HTML report; ``repr()`` is one short line.
     """
@@ -56,6 +58,9 @@ class Analysis:
     ``analyzer.decide.unknown``."""
     script: Path | None = None
     """The job's batch script (``--script``); else one found in the log directory."""
+    scheduler: SlurmJob | None = None
+    """SLURM's record of the job, when it was given by job id (its facts, notes and batch
+    script join the diagnosis)."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -70,31 +75,9 @@ class Analysis:
         return world_by_rank(self.events, self.facts, self.attributed.geometry)
 
     @cached_property
-    @without_gc
     def diagnosis(self) -> Diagnosis:
-        """The verdict (computed on first use)."""
-        fr = self.flightrec
-        d = diagnose_rows(
-            self.rows,  # read only: ``diagnose_rows`` never changes the rows it is given
-            self.facts,
-            self.attributed.geometry,
-            ReadSummary(
-                problems=self.read.problems
-                + [
-                    f"pattern {p.id}: {p.disabled_reason}"
-                    for p in self.catalog.patterns
-                    if p.disabled_reason
-                ]
-                + (list(fr.problems) if fr is not None else []),
-                files=len(self.read.scans),
-                bytes_read=sum(s.bytes_read for s in self.read.scans),
-                readable=self.read.readable,
-                flight_recorder=fr.as_dict() if fr is not None else None,
-            ),
-            self.baseline,
-        )
-        _add_advisories(self, d)
-        return d
+        """The diagnosis (``diagnose(self)``, computed on first use)."""
+        return diagnose(self)
 
     @property
     def discovery(self) -> Discovery:
@@ -139,7 +122,35 @@ class Analysis:
         )
 
 
-def _add_advisories(a: Analysis, d: Diagnosis) -> None:
+@without_gc
+def diagnose(a: Analysis) -> Diagnosis:
+    """The diagnosis of an analysed job: the verdict rules, the rank rules, the launch
+    advisories and what SLURM said of it. ``a`` is never changed; the same analysis always
+    gives the same diagnosis."""
+    fr = a.flightrec
+    disabled = [f"pattern {p.id}: {p.disabled_reason}" for p in a.catalog.patterns
+                if p.disabled_reason]
+    d = diagnose_rows(
+        a.rows,  # read only: ``diagnose_rows`` never changes the rows it is given
+        a.facts,
+        a.attributed.geometry,
+        ReadSummary(
+            problems=a.read.problems + disabled + (list(fr.problems) if fr is not None else []),
+            files=len(a.read.scans),
+            bytes_read=sum(s.bytes_read for s in a.read.scans),
+            readable=a.read.readable,
+            flight_recorder=fr,
+        ),
+        a.baseline,
+    )
+    scheduler = a.scheduler
+    script = a.script or (scheduler.script if scheduler is not None else None)
+    d = _with_advisories(a, d, script)
+    return d if scheduler is None else _with_scheduler(d, scheduler)
+
+
+def _with_advisories(a: Analysis, d: Diagnosis, script: Path | None) -> Diagnosis:
+    """``d`` with the launch advisories of the job's batch script and logs."""
     from analyzer.decide.advisories import launch_advisories
 
     geo = a.attributed.geometry
@@ -148,17 +159,30 @@ def _add_advisories(a: Analysis, d: Diagnosis) -> None:
             a.rows,
             d.verdict.category,
             a.paths,
-            a.script,
+            script,
             verdict_pattern=d.verdict.pattern_id,
             geometry=(geo.nnodes, geo.nproc_per_node),
             gpu_name=a.facts.get("gpu_name"),
             task_hosts=geo.task_hosts,
         )
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
-        d.problems.append(f"launch advisories skipped: {type(exc).__name__}: {exc}")
-        return
-    d.advisories = [x.as_dict() for x in adv]
-    d.batch_script = used
+        problem = f"launch advisories skipped: {type(exc).__name__}: {exc}"
+        return replace(d, problems=[*d.problems, problem])
+    return replace(d, advisories=tuple(adv), batch_script=used)
+
+
+def _with_scheduler(d: Diagnosis, job: SlurmJob) -> Diagnosis:
+    """``d`` with SLURM's facts and notes of the job; a batch script SLURM handed over is
+    named by the command that wrote it."""
+    used = d.batch_script
+    if used and job.script and used == str(job.script):
+        used = f"scontrol write batch_script {job.job_id}"
+    return replace(
+        d,
+        scheduler_facts=dict(job.facts),
+        problems=[*d.problems, *job.notes],
+        batch_script=used,
+    )
 
 
 @without_gc
@@ -171,6 +195,9 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     missing_ok: bool = False,
     baseline: Sequence[str | Path] = (),
+    good_run_templates: frozenset[str] | None = None,
+    script: Path | None = None,
+    scheduler: SlurmJob | None = None,
 ) -> Analysis:
     """Read one job's logs (directories or files) and attribute every event.
 
@@ -188,6 +215,12 @@ def analyze(
             ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
         baseline: good runs of the same job (directories or files): error lines they also
             printed are never taken for an unknown failure's cause (``analyzer.decide.unknown``).
+        good_run_templates: those lines' templates, already read (``baseline_templates``);
+            used instead of ``baseline`` when given.
+        script: the job's sbatch script, for the launch advisories (default: one found in
+            the job directory, or the scheduler's).
+        scheduler: SLURM's record of the job (``analyzer.read.slurmjob.lookup``), when it was
+            given by job id.
 
     Raises:
         FileNotFoundError: a path does not exist (unless ``missing_ok``).
@@ -223,10 +256,13 @@ def analyze(
     fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)
     if fr is not None:
         rows += evidence_rows(fr, rows)
-    base = None
-    if baseline:
+    base = good_run_templates
+    if base is None and baseline:
         base = baseline_templates([Path(p) for p in baseline], cat)
-    return Analysis(plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base)
+    return Analysis(
+        plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base, script=script,
+        scheduler=scheduler,
+    )
 
 
 def baseline_templates(paths: Sequence[Path], catalog: Catalog | None = None) -> frozenset[str]:
@@ -234,3 +270,65 @@ def baseline_templates(paths: Sequence[Path], catalog: Catalog | None = None) ->
     from analyzer.decide.unknown import candidate_templates
 
     return candidate_templates(analyze(list(paths), catalog=catalog, workers=1).rows)
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One job run through the pipeline: what the command line and triage both report."""
+
+    analysis: Analysis
+    problem: str | None = None
+    """Why nothing of the job could be read, with what to do next (None: it was read)."""
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """The job's diagnosis (made on first use: ``events`` needs none)."""
+        return self.analysis.diagnosis
+
+
+def unreadable(a: Analysis, paths: Sequence[str | Path]) -> str | None:
+    """Why nothing of ``paths`` could be read (with what to do next), or None."""
+    if a.read.readable:
+        return None
+    names = ", ".join(str(p) for p in paths)
+    skipped = a.discovery.skipped
+    if a.read.problems:
+        msg = a.read.problems[0]
+    elif skipped:
+        msg = (
+            f"no log files in {names}: {len(skipped)} file(s) skipped "
+            f"(e.g. {skipped[0][0]}: {skipped[0][1]}); pass a log file directly or use --verbose"
+        )
+    else:
+        msg = f"{names}: empty directory, no log files to read"
+    return msg + "\nGive the job's log directory (where slurm-<jobid>.out is written)."
+
+
+def run_job(
+    paths: Sequence[str | Path],
+    catalog: Catalog,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    script: Path | None = None,
+    baseline: Sequence[str | Path] = (),
+    good_run_templates: frozenset[str] | None = None,
+    scheduler: SlurmJob | None = None,
+    shown: Sequence[str | Path] | None = None,
+) -> JobRun:
+    """Analyse and diagnose one job, the one way every command does it: paths that do not
+    exist are problems, not errors; ``scheduler`` is SLURM's record of a job given by id (its
+    batch script is the default ``script``); ``shown`` are the paths named in the problem
+    when nothing could be read (default: ``paths``)."""
+    a = analyze(
+        paths,
+        catalog=catalog,
+        workers=workers,
+        progress=progress,
+        missing_ok=True,
+        baseline=baseline,
+        good_run_templates=good_run_templates,
+        script=script,
+        scheduler=scheduler,
+    )
+    return JobRun(a, unreadable(a, shown if shown is not None else paths))

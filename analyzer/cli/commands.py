@@ -194,67 +194,52 @@ def _stdin_to_temp() -> Path:
     return Path(name)
 
 
-def _load(
-    paths: list[str],
-    patterns: list[Path] | None,
-    workers: int | None,
-    show: bool,
-    catalog: Any = None,
-    baseline: list[Path] | None = None,
-) -> Any:
+def _check_baseline(baseline: list[Path] | None) -> None:
     for b in baseline or []:
         if not b.exists():
             fail(f"--baseline {b}: no such file or directory; give a good run's logs", EXIT_USAGE)
 
+
+def _run(
+    paths: list[str],
+    catalog: Any,
+    workers: int | None,
+    show: bool,
+    *,
+    extra: list[str] | None = None,
+    baseline: list[Path] | None = None,
+    script: Path | None = None,
+    scheduler: Any = None,
+) -> Any:
+    """``analyzer.api.run_job`` on ``paths`` (``-``: standard input, read into a temporary
+    file) and ``extra`` (Flight Recorder dumps), with a progress bar when ``show``."""
+    from analyzer.api import run_job
+    from analyzer.report.progress import progress_callback
+
+    _check_baseline(baseline)
     tmp: Path | None = None
     real: list[Path] = []
-    for p in paths:
+    for p in [*paths, *(extra or [])]:
         if p == "-":
             tmp = _stdin_to_temp()
             real.append(tmp)
         else:
             real.append(Path(p))
     try:
-        from analyzer.api import analyze
-        from analyzer.report.progress import progress_callback
-
-        cat = catalog if catalog is not None else _catalog(patterns)
         with progress_callback(show) as cb:
-            return analyze(
+            return run_job(
                 real,
-                catalog=cat,
+                catalog,
                 workers=workers,
                 progress=cb,
-                missing_ok=True,
+                script=script,
                 baseline=baseline or [],
+                scheduler=scheduler,
+                shown=paths,
             )
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-
-
-def _unreadable(a: Any, paths: list[str]) -> str | None:
-    """Why nothing of ``paths`` could be read (with what to do next), or None."""
-    if a.read.readable:
-        return None
-    problems = a.read.problems
-    skipped = a.discovery.skipped
-    if problems:
-        msg = problems[0]
-    elif skipped:
-        msg = (
-            f"no log files in {', '.join(paths)}: {len(skipped)} file(s) skipped "
-            f"(e.g. {skipped[0][0]}: {skipped[0][1]}); pass a log file directly or use --verbose"
-        )
-    else:
-        msg = f"{', '.join(paths)}: empty directory, no log files to read"
-    return msg + "\nGive the job's log directory (where slurm-<jobid>.out is written)."
-
-
-def _check_readable(a: Any, paths: list[str]) -> None:
-    msg = _unreadable(a, paths)
-    if msg:
-        fail(msg)
 
 
 def _write(text: str | bytes, output: Path | None) -> None:
@@ -401,45 +386,21 @@ def diagnose_cmd(
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        slurm, logs, problem = _slurm_job(job)
-        if problem is not None:  # a job id SLURM cannot answer for: one line, like a bad path
+        run, problem = _run_one(job, catalog, workers, show_progress, fr, baseline, script)
+        if problem is not None:  # one line, like a bad path; the message names the path
             codes.append(EXIT_UNREADABLE)
             typer.echo(f"mcore-diagnose: {problem}", err=True)
             for i, t in enumerate(targets):
                 if t.fmt == "json":
-                    rendered[i].append((label, _unreadable_json(label, problem, None)))
+                    a = run.analysis if run is not None else None
+                    rendered[i].append((label, _unreadable_json(label, problem, a)))
             continue
-        try:
-            a = _load([*logs, *(fr or [])], patterns, workers, show_progress, catalog, baseline)
-            problem = _unreadable(a, logs)
-            if problem is not None:
-                codes.append(EXIT_UNREADABLE)
-                typer.echo(f"mcore-diagnose: {problem}", err=True)  # the message names the path
-                for i, t in enumerate(targets):
-                    if t.fmt == "json":
-                        rendered[i].append((label, _unreadable_json(label, problem, a)))
-                continue
-            a.script = script or (slurm.script if slurm is not None else None)
-            d = a.diagnosis  # reads the batch script (launch advisories) while it exists
-        finally:
-            if slurm is not None:
-                slurm.cleanup()
-        if slurm is not None:
-            d.facts.update(slurm.facts)
-            d.problems += slurm.notes
-            if d.batch_script and slurm.script and d.batch_script == str(slurm.script):
-                d.batch_script = f"scontrol write batch_script {slurm.job_id}"
+        a, d = run.analysis, run.diagnosis
         codes.append(d.exit_code)
-        if verbose and targets[0].fmt == "terminal":
-            for rel, why in a.discovery.skipped:
-                typer.echo(f"{prefix}skipped {rel}: {why}", err=True)
-        for p in d.problems:
-            typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
+        _warn(a, d, prefix, verbose and targets[0].fmt == "terminal")
         for i, t in enumerate(targets):
             text = _render_job(a, t.fmt, label, quiet, verbose, tty and t.path is None)
-            if quiet and t.fmt != "json":
-                text = prefix + text
-            rendered[i].append((label, text))
+            rendered[i].append((label, prefix + text if quiet and t.fmt != "json" else text))
     for i, t in enumerate(targets):
         if rendered[i]:
             try:
@@ -448,6 +409,39 @@ def diagnose_cmd(
                 fail(str(exc), EXIT_USAGE)
             _write(text, t.path)
     raise typer.Exit(max(codes, key=_EXIT_SEVERITY.index) if codes else EXIT_UNREADABLE)
+
+
+def _run_one(
+    job: list[str],
+    catalog: Any,
+    workers: int | None,
+    show: bool,
+    fr: list[str] | None,
+    baseline: list[Path] | None,
+    script: Path | None,
+) -> tuple[Any, str | None]:
+    """(the job's run or None, why it cannot be read or looked up)."""
+    slurm, logs, problem = _slurm_job(job)
+    if problem is not None:
+        return None, problem
+    try:
+        run = _run(
+            logs, catalog, workers, show, extra=fr, baseline=baseline, script=script,
+            scheduler=slurm,
+        )
+    finally:
+        if slurm is not None:
+            slurm.cleanup()
+    return run, run.problem
+
+
+def _warn(a: Any, d: Any, prefix: str, skipped: bool) -> None:
+    """The job's problems (and, with ``skipped``, the files skipped) on standard error."""
+    if skipped:
+        for rel, why in a.discovery.skipped:
+            typer.echo(f"{prefix}skipped {rel}: {why}", err=True)
+    for p in d.problems:
+        typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
 
 
 def _slurm_job(job: list[str]) -> tuple[Any, list[str], str | None]:
@@ -539,8 +533,11 @@ def events_cmd(
     catalog = _catalog(patterns)
     frames = []
     for job in jobs:
-        a = _load(job, patterns, workers, False, catalog)
-        _check_readable(a, job)
+        run = _run(job, catalog, workers, False)
+        if run.problem:
+            fail(run.problem)
+        a = run.analysis
+        del run  # ``a`` is dropped below, once its rows are in ``df``
         if by_rank:
             df = a.by_rank()
         elif all_events:

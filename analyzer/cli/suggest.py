@@ -124,8 +124,7 @@ def find_unknown(job: Path, catalog: Any, baseline: frozenset[str] | None) -> Fo
     """The unknown failure of one job (None when it has no unknown error line)."""
     from analyzer.api import analyze
 
-    a = analyze(job, catalog=catalog, workers=1)
-    a.baseline = baseline
+    a = analyze(job, catalog=catalog, workers=1, good_run_templates=baseline)
     v = a.diagnosis.verdict
     rows = a.rows
     keep, cands = split_candidates(rows)

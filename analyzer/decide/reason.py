@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from analyzer.decide import wording
 from analyzer.decide.job import JobView, universe, world
@@ -23,6 +22,7 @@ from analyzer.decide.rules import Proposal, propose
 from analyzer.decide.summary import phase, rank_table, summarise
 from analyzer.decide.unknown import infer, split_candidates
 from analyzer.decide.verdict import Diagnosis, Verdict
+from analyzer.flightrec.analyze import FrFinding
 from analyzer.model.event import Event
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
@@ -119,7 +119,7 @@ class ReadSummary:
     files: int = 0
     bytes_read: int = 0
     readable: bool = True
-    flight_recorder: dict[str, Any] | None = None
+    flight_recorder: FrFinding | None = None
 
 
 def diagnose_rows(
@@ -157,7 +157,7 @@ def diagnose_rows(
         alternatives=[x if x is v else wording.finish(x) for x in alts],
         symptoms=symptoms,
         symptom_lines=lines,
-        facts=facts.as_dict(),
+        facts=facts,
         attempts=[x if x is v else wording.finish(x) for x in per_attempt],
         phase=phase(v, facts),
         ranks=rank_table(rows, universe(rows, geo)),

@@ -10,7 +10,7 @@ from typing import Any
 from analyzer.catalog.vocabulary import info
 from analyzer.decide import wording
 from analyzer.decide.ordering import first_per_rank
-from analyzer.decide.verdict import Verdict
+from analyzer.decide.verdict import RankRow, Verdict
 from analyzer.model.event import Event
 from analyzer.shape.facts import JobFacts
 from analyzer.util.timefmt import iso
@@ -102,14 +102,14 @@ def phase(v: Verdict, facts: JobFacts) -> str | None:
     return "training"
 
 
-def rank_table(rows: Sequence[Event], universe: Iterable[int]) -> dict[int, dict[str, Any]]:
+def rank_table(rows: Sequence[Event], universe: Iterable[int]) -> dict[int, RankRow]:
     """Each rank's first event (node, role, category, time) for the rank grid, and an empty
     row for every other rank of the job."""
-    ranks: dict[int, dict[str, Any]] = {
-        r.rank: {"node": r.node, "role": r.role, "category": r.category, "time": iso(r.time)}
+    ranks: dict[int, RankRow] = {
+        r.rank: RankRow(r.node, r.role, r.category, r.time)
         for r in first_per_rank(r for r in rows if r.role != "context")
         if r.rank is not None
     }
     for rk in universe:
-        ranks.setdefault(rk, {"node": None, "role": None, "category": None, "time": None})
+        ranks.setdefault(rk, RankRow())
     return ranks

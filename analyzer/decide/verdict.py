@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from analyzer.shape.facts import JobFacts
 from analyzer.util.timefmt import iso
+
+if TYPE_CHECKING:
+    from analyzer.decide.advisories import Advisory
+    from analyzer.flightrec.analyze import FrFinding
 
 SCHEMA_VERSION = 1
 
@@ -105,27 +111,46 @@ class Verdict:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
+class RankRow:
+    """One rank's first event, for the rank grid (all None: a rank that logged nothing)."""
+
+    node: str | None = None
+    role: str | None = None
+    category: str | None = None
+    time: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"node": self.node, "role": self.role, "category": self.category,
+                "time": iso(self.time)}
+
+
+@dataclass(frozen=True)
 class Diagnosis:
-    """The verdict on a job, with alternatives, symptoms and facts."""
+    """The verdict on a job, with alternatives, symptoms and facts; typed records throughout,
+    a dict only in ``as_dict``. Never changed once made (``dataclasses.replace`` makes a new
+    one)."""
 
     status: str
     """``failed``, ``ok`` or ``unknown`` (nothing could be read)."""
     verdict: Verdict
-    alternatives: list[Verdict] = field(default_factory=list)
-    symptoms: dict[str, dict[str, Any]] = field(default_factory=dict)
-    symptom_lines: list[str] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    attempts: list[Verdict] = field(default_factory=list)
+    alternatives: Sequence[Verdict] = ()
+    symptoms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    symptom_lines: Sequence[str] = ()
+    facts: JobFacts = field(default_factory=JobFacts)
+    scheduler_facts: Mapping[str, Any] = field(default_factory=dict)
+    """What the scheduler says of the job (``scontrol``/``sacct`` for a job id)."""
+    attempts: Sequence[Verdict] = ()
     phase: str | None = None
-    problems: list[str] = field(default_factory=list)
+    problems: Sequence[str] = ()
     files: int = 0
     bytes_read: int = 0
-    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    ranks: Mapping[int, RankRow] = field(default_factory=dict)
     """Per-rank first event (role, category, time, node) for the rank grid."""
-    flight_recorder: dict[str, Any] | None = None
+    flight_recorder: FrFinding | None = None
     """What the Flight Recorder dumps show (``analyzer.flightrec``), when there were any."""
-    advisories: list[dict[str, Any]] = field(default_factory=list)
+    advisories: Sequence[Advisory] = ()
     """Launch-rule advisories (``analyzer.decide.advisories``), also for jobs that did not
     fail."""
     batch_script: str | None = None
@@ -141,6 +166,14 @@ class Diagnosis:
             return EXIT_UNKNOWN
         return EXIT_DIAGNOSED
 
+    def fact(self, name: str) -> Any:
+        """One fact of the job (the scheduler's first), or None."""
+        if name in self.scheduler_facts:
+            return self.scheduler_facts[name]
+        if name == "last_iteration":
+            return self.facts.last_iteration
+        return self.facts.get(name)
+
     def as_dict(self) -> dict[str, Any]:
         """The JSON report."""
         return {
@@ -148,15 +181,17 @@ class Diagnosis:
             "status": self.status,
             "verdict": self.verdict.as_dict(),
             "alternatives": [a.as_dict() for a in self.alternatives],
-            "symptoms": self.symptoms,
-            "symptom_summary": self.symptom_lines,
-            "facts": self.facts,
+            "symptoms": {k: dict(v) for k, v in self.symptoms.items()},
+            "symptom_summary": list(self.symptom_lines),
+            "facts": {**self.facts.as_dict(), **self.scheduler_facts},
             "phase": self.phase,
             "attempts": [a.as_dict() for a in self.attempts],
-            "ranks": {str(k): v for k, v in sorted(self.ranks.items())},
-            "problems": self.problems,
+            "ranks": {str(k): v.as_dict() for k, v in sorted(self.ranks.items())},
+            "problems": list(self.problems),
             "files_read": self.files,
             "bytes_read": self.bytes_read,
-            "advisories": self.advisories,
+            "advisories": [x.as_dict() for x in self.advisories],
             "batch_script": self.batch_script,
-        } | ({"flight_recorder": self.flight_recorder} if self.flight_recorder else {})
+        } | (
+            {"flight_recorder": self.flight_recorder.as_dict()} if self.flight_recorder else {}
+        )

@@ -10,10 +10,13 @@ upper-case letters other root events, lower-case letters symptoms, ``·`` no eve
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from analyzer.decide.verdict import RankRow
 from analyzer.util.safe import clean
+from analyzer.util.timefmt import iso
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -142,10 +145,10 @@ class Grid:
         return head + ": " + ", ".join(parts)
 
 
-def _kind(rank: int, info: dict[str, Any], culprit: int | None) -> str:
+def _kind(rank: int, info: RankRow, culprit: int | None) -> str:
     if rank == culprit:
         return "culprit"
-    role = info.get("role")
+    role = info.role
     if role == "root":
         return "root"
     if role is None:
@@ -186,13 +189,13 @@ def _assign_marks(counts: Counter[tuple[str, str | None]]) -> dict[tuple[str, st
 
 
 def _node_labels(
-    ranks: dict[int, dict[str, Any]], gpn: int | None, hosts: dict[int, str]
+    ranks: Mapping[int, RankRow], gpn: int | None, hosts: dict[int, str]
 ) -> dict[int, str]:
     """Each rank's node label; ranks the logs never placed are put by ``rank // gpn``."""
     by_index: dict[int, str] = {}
     labels: dict[int, str] = {}
     for rk, info in sorted(ranks.items()):
-        node = info.get("node")
+        node = info.node
         if node is not None:
             labels[rk] = clean(node)
             if gpn:
@@ -220,7 +223,7 @@ def build_grid(a: Analysis) -> Grid:
 
 
 def grid_from(
-    ranks: dict[int, dict[str, Any]],
+    ranks: Mapping[int, RankRow],
     culprit: int | None,
     culprit_category: str | None = None,
     gpn: int | None = None,
@@ -237,7 +240,7 @@ def grid_from(
             return clean(culprit_category) if culprit_category else None
         if kinds[rk] == "none":
             return None
-        return clean(ranks[rk].get("category") or "unknown")
+        return clean(ranks[rk].category or "unknown")
 
     counts: Counter[tuple[str, str | None]] = Counter((kinds[rk], cat_of(rk)) for rk in ranks)
     keys = _assign_marks(counts)
@@ -245,13 +248,13 @@ def grid_from(
     culprit_cell = None
     for rk in sorted(ranks):
         info = ranks[rk]
-        t = info.get("time")
+        t = iso(info.time)
         cell = Cell(
             rank=rk,
             node=labels[rk],
             kind=kinds[rk],
             category=cat_of(rk),
-            role=info.get("role"),
+            role=info.role,
             time=clean(t).replace("T", " ", 1).removesuffix(".000000") if t else None,
             key=keys[(kinds[rk], cat_of(rk))],
         )

@@ -7,6 +7,7 @@ sequences, no control characters); each view still escapes it for its own medium
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from analyzer.util.safe import clean
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
+    from analyzer.decide.advisories import Advisory
     from analyzer.decide.verdict import Evidence, Verdict
     from analyzer.shape.attribute import Geometry
 
@@ -87,14 +89,14 @@ class AdvisoryView:
         return f"[{self.rule}]{tag} {self.message}"
 
 
-def _advisory(x: dict[str, Any]) -> AdvisoryView:
+def _advisory(x: Advisory) -> AdvisoryView:
     return AdvisoryView(
-        clean(x.get("rule")),
-        clean(x.get("severity")),
-        clean(x.get("message")),
-        clean(x.get("fix")),
-        [clean(v) for v in x.get("evidence", [])][:4],
-        bool(x.get("explains_verdict")),
+        clean(x.rule),
+        clean(x.severity),
+        clean(x.message),
+        clean(x.fix),
+        [clean(v) for v in x.evidence][:4],
+        x.explains_verdict,
     )
 
 
@@ -222,41 +224,45 @@ def _nodes_fact(g: Geometry, grid: Grid) -> str | None:
     return None
 
 
-def _parallelism_fact(f: dict[str, Any]) -> str | None:
+Fact = Callable[[str], Any]
+"""One fact of the job by name (``Diagnosis.fact``)."""
+
+
+def _parallelism_fact(fact: Fact) -> str | None:
     """``TP=2 PP=4`` (the sizes the logs name)."""
-    return " ".join(f"{k.upper()}={f[k]}" for k in _PARALLEL_KEYS if f.get(k)) or None
+    return " ".join(f"{k.upper()}={fact(k)}" for k in _PARALLEL_KEYS if fact(k)) or None
 
 
-def _gpu_fact(f: dict[str, Any]) -> str | None:
+def _gpu_fact(fact: Fact) -> str | None:
     """``NVIDIA H100 Hopper (sm_90)``."""
-    gpu = " ".join(str(f[k]) for k in _GPU_KEYS if f.get(k))
-    if f.get("sm"):
-        gpu += f" (sm_{f['sm']})"
+    gpu = " ".join(str(fact(k)) for k in _GPU_KEYS if fact(k))
+    if fact("sm"):
+        gpu += f" (sm_{fact('sm')})"
     return gpu.strip() or None
 
 
-def _versions_fact(f: dict[str, Any]) -> str | None:
+def _versions_fact(fact: Fact) -> str | None:
     """``torch 2.4.0, NCCL 2.21.5, Megatron 0.8.0``."""
-    return ", ".join(f"{name} {f[k]}" for name, k in _VERSION_KEYS if f.get(k)) or None
+    return ", ".join(f"{name} {fact(k)}" for name, k in _VERSION_KEYS if fact(k)) or None
 
 
-def _last_iteration_fact(f: dict[str, Any]) -> Any:
+def _last_iteration_fact(fact: Fact) -> Any:
     """The last iteration, ``120 of 1000`` when the run's length is known."""
-    last = f.get("last_iteration")
-    if last is not None and f.get("train_iters"):
-        return f"{last} of {f['train_iters']}"
+    last = fact("last_iteration")
+    if last is not None and fact("train_iters"):
+        return f"{last} of {fact('train_iters')}"
     return last
 
 
-def _slurm_fact(f: dict[str, Any]) -> str | None:
+def _slurm_fact(fact: Fact) -> str | None:
     """``1234 FAILED exit 1:0 on gpu-[01-04]``."""
-    if not f.get("slurm_job_id"):
+    if not fact("slurm_job_id"):
         return None
     parts = (
-        f["slurm_job_id"],
-        f.get("slurm_state"),
-        f"exit {f['slurm_exit_code']}" if f.get("slurm_exit_code") else None,
-        f"on {f['slurm_nodelist']}" if f.get("slurm_nodelist") else None,
+        fact("slurm_job_id"),
+        fact("slurm_state"),
+        f"exit {fact('slurm_exit_code')}" if fact("slurm_exit_code") else None,
+        f"on {fact('slurm_nodelist')}" if fact("slurm_nodelist") else None,
     )
     return " ".join(str(x) for x in parts if x)
 
@@ -269,9 +275,9 @@ def _fact_text(v: Any) -> str:
 def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
     """The job's facts, one (name, value) row each; unknown facts are left out."""
     d = a.diagnosis
-    f = d.facts
+    f = d.fact
     g = a.attributed.geometry
-    ws = g.world_size or f.get("world_size")
+    ws = g.world_size or f("world_size")
     rows: list[tuple[str, Any]] = [
         ("SLURM job", _slurm_fact(f)),
         ("world size", ws),

@@ -171,13 +171,12 @@ def _good_run_templates(good_runs: tuple[str, ...]) -> frozenset[str] | None:
 def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dict[str, Any]:
     """Diagnose one job (in a worker process) and return its row; ``good_runs``: good runs of
     the same job, whose error lines are never an unknown failure's cause."""
-    from analyzer.api import analyze
+    from analyzer.api import run_job
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id)
-    a = analyze(path, catalog=_catalog(), workers=1, missing_ok=True)
-    a.baseline = _good_run_templates(good_runs)
-    d = a.diagnosis
+    run = run_job([path], _catalog(), workers=1, good_run_templates=_good_run_templates(good_runs))
+    a, d = run.analysis, run.diagnosis
     v = d.verdict
     row = empty_row(job)
     hosts: set[str] = set()
@@ -200,13 +199,13 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
         cause=v.cause,
         fix=v.fix or None,
         phase=d.phase,
-        world_size=_int(d.facts.get("world_size")),
-        tp=_int(d.facts.get("tp")),
-        pp=_int(d.facts.get("pp")),
-        cp=_int(d.facts.get("cp")),
-        dp=_int(d.facts.get("dp")),
+        world_size=_int(d.fact("world_size")),
+        tp=_int(d.fact("tp")),
+        pp=_int(d.fact("pp")),
+        cp=_int(d.fact("cp")),
+        dp=_int(d.fact("dp")),
         duration_s=_duration(times),
-        last_iteration=d.facts.get("last_iteration"),
+        last_iteration=d.fact("last_iteration"),
         confidence=round(float(v.confidence), 2) if v.confidence is not None else None,
     )
     if d.status == "failed":
