@@ -25,6 +25,8 @@ from analyzer.catalog.model import (
     ENV_VAR,
     PATTERN_KEYS,
     PLACEHOLDER_NAMES,
+    TRACEBACK_FIELDS,
+    TRACEBACK_TAG,
     USER_TIMEOUT_S,
     Capture,
     Catalog,
@@ -36,6 +38,7 @@ from analyzer.catalog.vocabulary import (
     CAPTURE_ROLES,
     CAPTURE_TYPES,
     CATEGORIES,
+    FIELDS,
     ROLES,
     STRUCTURAL_NAMES,
     TAGS,
@@ -134,10 +137,27 @@ def _parse_captures(raw: Any, groups: set[str], where: str) -> dict[str, Capture
     roles = [c.role for c in out.values() if c.role]
     if len(roles) != len(set(roles)):
         raise CatalogError(f"{where}: two captures declare the same role")
+    _check_fields(out, where)
     return out
 
 
-def _check_placeholders(raw: Mapping[str, Any], groups: set[str], where: str) -> None:
+def _check_fields(captures: Mapping[str, Capture], where: str) -> None:
+    """A capture named like a well-known field (``FIELDS``: code reads it by name) must have
+    that field's type."""
+    for c in captures.values():
+        want = FIELDS[c.name][0] if c.name in FIELDS else None
+        if want is not None and c.type != want:
+            raise CatalogError(
+                f"{where}: capture {c.name!r} is the well-known field {c.name!r} ("
+                f"{FIELDS[c.name][1]}), which code reads as {want}; declare it "
+                f'`{c.name} = "{want}"` in captures, or give the group another name'
+            )
+
+
+def _check_placeholders(
+    raw: Mapping[str, Any], groups: set[str], where: str, also: frozenset[str] = frozenset()
+) -> None:
+    """Every ``{name}`` of cause and fix is a capture, a structural name or one of ``also``."""
     for key in ("cause", "fix"):
         try:
             parsed = list(string.Formatter().parse(raw[key]))
@@ -146,16 +166,16 @@ def _check_placeholders(raw: Mapping[str, Any], groups: set[str], where: str) ->
         for _lit, name, _spec, _conv in parsed:
             if name is None:
                 continue
-            if name not in groups and name not in PLACEHOLDER_NAMES:
+            if name not in groups and name not in PLACEHOLDER_NAMES and name not in also:
                 raise CatalogError(
                     f"{where}: {key} uses {{{name}}}, which is neither a capture of the regex "
                     f"nor one of {', '.join(sorted(PLACEHOLDER_NAMES))}"
                 )
 
 
-def _parse_pattern(
-    raw: Mapping[str, Any], origin: str, user: bool, lazy: bool = False
-) -> Pattern:
+def _check_keys(raw: Mapping[str, Any], origin: str) -> tuple[str, str]:
+    """(id, where for messages) of a pattern table whose keys and required strings are
+    right, its category and role known words."""
     pid = raw.get("id")
     if not isinstance(pid, str) or not pid:
         raise CatalogError(f"{origin}: a pattern has no id")
@@ -172,15 +192,21 @@ def _parse_pattern(
         raise CatalogError(f"{where}: unknown category {raw['category']!r}")
     if raw["role"] not in ROLES:
         raise CatalogError(f"{where}: role must be one of {', '.join(ROLES)}")
+    return pid, where
+
+
+def _compile(raw: Mapping[str, Any], where: str, lazy: bool) -> tuple[regex.Pattern[str], set[str]]:
+    """The pattern's regex and the names of its groups."""
     try:
         flags = regex.VERSION1 if raw.get("version1") else 0
         rx = lazy_regex(raw["regex"], flags) if lazy else regex.compile(raw["regex"], flags)
     except regex.error as exc:
         raise CatalogError(f"{where}: regex does not compile: {exc}") from None
     # A lazy regex (a catalog validated before) is not compiled for its group names.
-    groups = named_groups(raw["regex"]) if lazy else set(rx.groupindex)
-    captures = _parse_captures(raw.get("captures"), groups, where)
-    _check_placeholders(raw, groups, where)
+    return rx, named_groups(raw["regex"]) if lazy else set(rx.groupindex)
+
+
+def _parse_tags(raw: Mapping[str, Any], where: str, user: bool) -> frozenset[str]:
     tags = _as_str_tuple(raw.get("tags", []), f"{where}: tags")
     bad_tags = [t for t in tags if t not in TAGS and not (user and t.startswith("user-"))]
     if bad_tags:
@@ -188,6 +214,10 @@ def _parse_pattern(
             f"{where}: unknown tag {bad_tags[0]!r} (known: {', '.join(TAGS)}; user patterns may "
             "add their own as user-NAME)"
         )
+    return frozenset(tags)
+
+
+def _parse_examples(raw: Mapping[str, Any], groups: set[str], where: str) -> tuple[Example, ...]:
     examples = []
     for ex in raw.get("examples", []):
         if isinstance(ex, str):
@@ -206,6 +236,22 @@ def _parse_pattern(
             examples.append(Example(ex["line"], fields))
         else:
             raise CatalogError(f"{where}: an example must be a string or {{line=..., fields=...}}")
+    return tuple(examples)
+
+
+def _parse_pattern(
+    raw: Mapping[str, Any], origin: str, user: bool, lazy: bool = False
+) -> Pattern:
+    pid, where = _check_keys(raw, origin)
+    rx, groups = _compile(raw, where, lazy)
+    captures = _parse_captures(raw.get("captures"), groups, where)
+    tags = _parse_tags(raw, where, user)
+    # The traceback's pattern describes an event the reader assembles: its cause and fix may
+    # use the fields the reader gives it.
+    _check_placeholders(
+        raw, groups, where, TRACEBACK_FIELDS if TRACEBACK_TAG in tags else frozenset()
+    )
+    examples = _parse_examples(raw, groups, where)
     needles = _as_str_tuple(raw.get("needles", []), f"{where}: needles")
     if not needles or any(not n for n in needles):
         raise CatalogError(f"{where}: needs at least one non-empty needle")
@@ -220,13 +266,13 @@ def _parse_pattern(
         fix=raw["fix"],
         versions=_as_str_tuple(raw.get("versions", []), f"{where}: versions"),
         source=str(raw.get("source", "")),
-        examples=tuple(examples),
+        examples=examples,
         counter_examples=_as_str_tuple(
             raw.get("counter_examples", []), f"{where}: counter_examples"
         ),
         origin=origin,
         user=user,
-        tags=frozenset(tags),
+        tags=tags,
         captures=captures,
     )
 
@@ -299,15 +345,7 @@ def load_catalog(
 
     With ``validate`` every pattern must pass its own examples, or ``CatalogError`` is raised.
     """
-    files: list[tuple[Path | Traversable, bool]] = [(f, False) for f in builtin_files()]
-    user_paths = list(extra) + (pattern_dirs_from_env() if use_env else [])
-    for up in user_paths:
-        if up.is_dir():
-            files.extend((f, True) for f in sorted(up.glob("*.toml")))
-        elif up.is_file():
-            files.append((up, True))
-        else:
-            raise CatalogError(f"{up}: no such pattern file or directory")
+    files = _catalog_files(list(extra) + (pattern_dirs_from_env() if use_env else []))
     # A catalog that passed validation before compiles each regex on first use (start-up).
     key = digest(files) if validate else None
     lazy = key is not None and is_validated(key)
@@ -315,6 +353,29 @@ def load_catalog(
     parsed = remembered_data(key) if lazy else None
     if parsed is None or len(parsed) != len(files):
         parsed = [_read_toml(path) for path, _user in files]
+    patterns = _merge(files, parsed, lazy)
+    if validate and not lazy:
+        _validate_once(patterns, key, parsed)
+    return Catalog(patterns, [str(f) for f, _ in files])
+
+
+def _catalog_files(user_paths: list[Path]) -> list[tuple[Path | Traversable, bool]]:
+    """(file, is a user file) of the built-in catalog, then of each user path in order."""
+    files: list[tuple[Path | Traversable, bool]] = [(f, False) for f in builtin_files()]
+    for up in user_paths:
+        if up.is_dir():
+            files.extend((f, True) for f in sorted(up.glob("*.toml")))
+        elif up.is_file():
+            files.append((up, True))
+        else:
+            raise CatalogError(f"{up}: no such pattern file or directory")
+    return files
+
+
+def _merge(
+    files: list[tuple[Path | Traversable, bool]], parsed: list[dict[str, Any]], lazy: bool
+) -> list[Pattern]:
+    """Every file's patterns in order, a user pattern replacing the built-in one of its id."""
     ordered: dict[str, Pattern] = {}
     for (path, user), data in zip(files, parsed, strict=True):
         seen_here: set[str] = set()
@@ -324,6 +385,7 @@ def load_catalog(
             seen_here.add(p.id)
             if p.id in ordered and not user:
                 raise CatalogError(f"{path}: pattern id {p.id!r} already defined")
+            _check_replacement(path, ordered.get(p.id), p)
             ordered[p.id] = p
     patterns = list(ordered.values())
     if not any(not p.user for p in patterns):
@@ -331,9 +393,23 @@ def load_catalog(
             "the built-in pattern catalog holds no pattern; reinstall mcore-diagnose "
             "(pip install --force-reinstall mcore-diagnose)"
         )
-    if validate and not lazy:
-        _validate_once(patterns, key, parsed)
-    return Catalog(patterns, [str(f) for f, _ in files])
+    tracebacks = [p.id for p in patterns if TRACEBACK_TAG in p.tags]
+    if len(tracebacks) > 1:
+        raise CatalogError(
+            f"only one pattern may carry the tag {TRACEBACK_TAG!r} (the reader assembles its "
+            f"event from a whole traceback); found {', '.join(tracebacks)}"
+        )
+    return patterns
+
+
+def _check_replacement(path: Path | Traversable, old: Pattern | None, new: Pattern) -> None:
+    """A user pattern that replaces the traceback's pattern keeps its tag (the reader needs
+    one)."""
+    if old is not None and TRACEBACK_TAG in old.tags and TRACEBACK_TAG not in new.tags:
+        raise CatalogError(
+            f"{path}: pattern {new.id!r} replaces the traceback's pattern and must keep its "
+            f"tag {TRACEBACK_TAG!r}"
+        )
 
 
 def _validate_once(

@@ -59,6 +59,16 @@ PATTERN_KEYS: frozenset[str] = frozenset(
 otherwise drop a test silently)."""
 PLACEHOLDER_NAMES: frozenset[str] = frozenset({"rank", "local_rank", "node", "host"})
 """Structural names a cause or fix may use besides the pattern's own captures."""
+TRACEBACK_TAG = "uncatalogued"
+"""The tag of the pattern whose event the reader assembles from a whole traceback that no
+other pattern claims (``python.traceback``): it is never matched line by line, and at most one
+pattern carries it (``Catalog.traceback``)."""
+TRACEBACK_FIELDS: frozenset[str] = frozenset({"exc_type", "exc_msg", "frame"})
+"""The fields the reader gives a traceback's event (the exception line's type and message, the
+innermost frame): the cause and fix of the ``TRACEBACK_TAG`` pattern may use them."""
+GENERIC_EXCEPTION_TAG = "generic-exception"
+"""The tag of the catalog's catch-all for a Python exception line: inside a traceback the
+reader drops its match, the traceback it assembles says more."""
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _SIZE = regex.compile(r"(?i)^\s*([\d.]+)\s*([kmgt]?)(i?)b?\s*$")
 _DURATION = regex.compile(r"(?i)^\s*([\d.]+)\s*(ms|s|sec|seconds?|min|minutes?|h|hours?)?\s*$")
@@ -241,12 +251,26 @@ class Catalog:
 
     def __post_init__(self) -> None:
         self.by_id = {p.id: p for p in self.patterns}
+        self._traceback = [p for p in self.patterns if TRACEBACK_TAG in p.tags]
         needles: dict[str, list[int]] = {}
         for i, p in enumerate(self.patterns):
+            if TRACEBACK_TAG in p.tags:
+                continue  # assembled by the reader, never matched line by line
             for n in p.needles:
                 needles.setdefault(n, []).append(i)
         self.needles: list[str] = list(needles)
         self.needle_patterns: list[list[int]] = [needles[n] for n in self.needles]
+
+    @property
+    def traceback(self) -> Pattern:
+        """The pattern of a traceback that no other pattern claims (tag ``uncatalogued``,
+        ``python.traceback``): the reader assembles its event from the whole traceback."""
+        if len(self._traceback) != 1:
+            raise CatalogError(
+                f"the catalog needs one pattern tagged {TRACEBACK_TAG!r} (python.traceback in "
+                f"patterns/python.toml); it has {len(self._traceback)}"
+            )
+        return self._traceback[0]
 
     def capture_types(self) -> dict[str, str]:
         """Declared type of every capture name in the catalog (``str`` when undeclared)."""

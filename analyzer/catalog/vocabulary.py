@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from analyzer.model.event import STRUCTURAL
 
-CATEGORIES: tuple[str, ...] = (
-    "python_exception",
-    "native_crash",
-    "cuda_oom",
-    "host_oom",
-    "cuda_error",
-    "hardware",
-    "network",
-    "nccl_error",
-    "collective_timeout",
-    "cuda_device_max_connections",
-    "rendezvous",
-    "config",
-    "import_error",
-    "storage",
-    "checkpoint",
-    "nan_loss",
-    "slurm_time_limit",
-    "slurm_preempted",
-    "slurm_node_fail",
-    "slurm_cancelled",
-    "unknown",
-    "none",
-)
+
+class Category(StrEnum):
+    """The failure categories of the JSON contract (``categories.md``); never rename one.
+    A member is its word (``Category.CUDA_OOM == "cuda_oom"``)."""
+
+    PYTHON_EXCEPTION = "python_exception"
+    NATIVE_CRASH = "native_crash"
+    CUDA_OOM = "cuda_oom"
+    HOST_OOM = "host_oom"
+    CUDA_ERROR = "cuda_error"
+    HARDWARE = "hardware"
+    NETWORK = "network"
+    NCCL_ERROR = "nccl_error"
+    COLLECTIVE_TIMEOUT = "collective_timeout"
+    CUDA_DEVICE_MAX_CONNECTIONS = "cuda_device_max_connections"
+    RENDEZVOUS = "rendezvous"
+    CONFIG = "config"
+    IMPORT_ERROR = "import_error"
+    STORAGE = "storage"
+    CHECKPOINT = "checkpoint"
+    NAN_LOSS = "nan_loss"
+    SLURM_TIME_LIMIT = "slurm_time_limit"
+    SLURM_PREEMPTED = "slurm_preempted"
+    SLURM_NODE_FAIL = "slurm_node_fail"
+    SLURM_CANCELLED = "slurm_cancelled"
+    UNKNOWN = "unknown"
+    NONE = "none"
+
+
+CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
 """Every category word of the JSON contract (``categories.md``); never rename one."""
 
 ROLES: tuple[str, ...] = ("root", "symptom", "context", "candidate")
@@ -71,8 +78,11 @@ TAGS: dict[str, str] = {
     "progress": "a line every rank prints every step (Megatron's iteration line): the reader "
     "keeps only each writer's first and last line and the lines holding the smallest and "
     "largest of each integer capture (the other lines are counted in `repeats`)",
-    "uncatalogued": "an event the reader assembled that no catalog pattern claims (a bare "
-    "traceback): lower confidence",
+    "uncatalogued": "the event the reader assembles from a whole traceback that no other "
+    "pattern claims (`python.traceback`, one pattern at most): never matched line by line; "
+    "lower confidence",
+    "generic-exception": "the catch-all for a Python exception line (`Type: message`): inside "
+    "a traceback the reader drops it, the traceback it assembles says more",
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
 
@@ -97,6 +107,88 @@ CAPTURE_ROLES: dict[str, str] = {
     "cuda_dev": "the CUDA device index the writing process uses (NCCL's ``[dev]``)",
 }
 """Roles a capture can declare; attribution and reasoning read captures by role, not by name."""
+
+FIELDS: dict[str, tuple[str | None, str]] = {
+    # name: (the type a pattern must declare for it, or None for any; meaning)
+    "op": ("str", "the collective or operation (ALLREDUCE, _ALLGATHER_BASE ...)"),
+    "seq": ("int", "a collective's sequence number (NCCL's SeqNum)"),
+    "pg_id": ("str", "a process group's id or name"),
+    "pg_rank": (None, "a rank within a process group (not a global rank)"),
+    "src_rank": ("int", "the peer rank a message names (a store client, a sender)"),
+    "last_enqueued": ("int", "the last work sequence number a rank enqueued"),
+    "lagging_ranks": ("str", "the ranks a desync report names as lagging"),
+    "exc_type": ("str", "an exception's type (the reader sets it on a traceback too)"),
+    "exc_msg": ("str", "an exception's message"),
+    "frame": (None, "a traceback's innermost frame (set by the reader)"),
+    "path": ("str", "a file or directory path"),
+    "addr": ("str", "a network address"),
+    "port": ("int", "a TCP port"),
+    "endpoint": ("str", "a rendezvous endpoint (host:port)"),
+    "in_use": ("str", "what holds an address already in use"),
+    "store_host": ("str", "the host of the rendezvous store (TCPStore) a client reached for"),
+    "value": (None, "a logged value: a Megatron argument's, a counter"),
+    "arg": ("str", "an argument's name in Megatron's argument block"),
+    "iteration": ("int", "a training iteration"),
+    "world_size": ("int", "the job's world size (also a capture role)"),
+    "tp": ("int", "tensor-parallel size"),
+    "pp": ("int", "pipeline-parallel size"),
+    "cp": ("int", "context-parallel size"),
+    "heads": ("int", "attention heads"),
+    "compute_cap": ("str", "a GPU's compute capability"),
+    "max_restarts": ("int", "torchrun's --max-restarts"),
+    "attempts_left": ("int", "restarts torchrun has left"),
+    "exitcode": (None, "a process exit code (as torchrun prints it)"),
+    "gpu": (None, "a GPU index or bus id"),
+    "hca": (None, "an InfiniBand HCA (mlx5_0 ...)"),
+    "job_id": (None, "a scheduler job id"),
+    "pci": (None, "a PCI bus id"),
+    "peer": (None, "a peer host or rank a link error names"),
+    "step": (None, "a training step"),
+    "xid": (None, "an NVIDIA Xid error number"),
+}
+"""Capture names that code reads by name (``Event.cap``): their meaning, and the type a
+pattern must declare for one (the loader refuses another). Every other capture is text for
+causes and fixes only; generic meanings are read by role (``CAPTURE_ROLES``)."""
+
+FACTS: dict[str, str] = {
+    "world_size": "processes in the job",
+    "nproc_per_node": "processes per node",
+    "nnodes": "nodes",
+    "tp": "tensor-parallel size",
+    "pp": "pipeline-parallel size",
+    "cp": "context-parallel size",
+    "dp": "data-parallel size",
+    "ep": "expert-parallel size",
+    "micro_batch": "micro-batch size",
+    "global_batch": "global batch size",
+    "seq_length": "sequence length",
+    "heads": "attention heads",
+    "layers": "transformer layers",
+    "query_groups": "query groups (GQA)",
+    "use_torch_fsdp2": "torch FSDP2 is on",
+    "use_megatron_fsdp": "Megatron FSDP is on",
+    "moe_overlap": "MoE expert-parallel communication overlap is on",
+    "recompute": "activation recomputation granularity",
+    "sequence_parallel": "sequence parallelism is on",
+    "train_iters": "iterations the run was to train",
+    "last_iteration": "the last iteration logged",
+    "torch_version": "PyTorch version",
+    "nccl_version": "NCCL version",
+    "megatron_version": "Megatron-LM / megatron-core version",
+    "gpu_name": "GPU model",
+    "gpu_generation": "GPU generation (Ampere, Hopper, Blackwell ...)",
+    "sm": "compute capability as sm_NN",
+    "cuda_max_connections": "CUDA_DEVICE_MAX_CONNECTIONS as logged",
+    "slurm_job_id": "SLURM job id",
+    "slurm_state": "SLURM job state",
+    "slurm_exit_code": "SLURM exit code",
+    "slurm_nodelist": "SLURM node list",
+    "slurm_num_nodes": "SLURM node count",
+    "slurm_work_dir": "SLURM working directory",
+    "slurm_reason": "SLURM's reason for the job's state",
+}
+"""The job's facts by name (``JobFacts``, ``Diagnosis.fact``): what the report and the rules
+may ask of a job."""
 
 
 @dataclass(frozen=True, slots=True)

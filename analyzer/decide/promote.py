@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.model.event import Event
 
@@ -28,7 +29,7 @@ def _over_joined(r: Event) -> Event | None:
     return replace(
         r,
         role="root",
-        category="rendezvous",
+        category=Category.RENDEZVOUS,
         title=wording.OVER_JOINED_TITLE,
         cause=wording.over_joined_cause(joined, world),
         fix=wording.OVER_JOINED_FIX,
@@ -51,7 +52,7 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
             promoted[i] = replace(
                 r,
                 role="root",
-                category="rendezvous",
+                category=Category.RENDEZVOUS,
                 title=wording.CLAIMED_TWICE_TITLE,
                 cause=wording.claimed_twice_cause(rank, r.file, earlier.line, r.line),
                 fix=wording.CLAIMED_TWICE_FIX,

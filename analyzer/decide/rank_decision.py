@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from analyzer.catalog.vocabulary import info
+from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide.job import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
 from analyzer.decide.rank_rules import headless, uniform_by_detail
@@ -157,7 +157,7 @@ def peer_died_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision 
     e = p.event
     if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
         return None
-    if e.category != "network" or e.time is None:
+    if e.category != Category.NETWORK or e.time is None:
         return None
     died = [
         r for r in job.active if r.tagged("death") and r.time is not None and r.time < e.time - SKEW

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.job import JobView, universe, world
 from analyzer.decide.rank_decision import decide_rank
@@ -75,8 +76,12 @@ def _per_attempt(rows: list[Event], facts: JobFacts, geo: Geometry) -> list[Verd
     return out
 
 
-_ECHOES = frozenset({"rendezvous", "collective_timeout", "unknown", "none"})
+_ECHOES = frozenset(
+    {Category.RENDEZVOUS, Category.COLLECTIVE_TIMEOUT, Category.UNKNOWN, Category.NONE}
+)
 """Categories a later attempt shows as an echo of the first attempt's failure."""
+_UNNAMED = (Category.NONE, Category.UNKNOWN)
+"""Verdicts that name no cause."""
 
 
 def _first_attempt(
@@ -86,9 +91,8 @@ def _first_attempt(
     job (a later attempt's failure is often its echo); other attempts' own failures lead the
     alternatives, and the cause says how many attempts there were. The third value is the
     index in ``per_attempt`` of the verdict chosen, when it is one of them."""
-    shared = next(
-        (i for i, x in enumerate(per_attempt) if x.category not in ("none", "unknown")), None
-    )
+    known = [i for i, x in enumerate(per_attempt) if x.category not in _UNNAMED]
+    shared = known[0] if known else None
     if shared is not None:
         first = per_attempt[shared]
         if (first.category, first.pattern_id) != (v.category, v.pattern_id):

@@ -12,6 +12,7 @@ from typing import Any
 import regex
 
 from analyzer.catalog.model import render
+from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.fixes import tailor_fix
 from analyzer.decide.job import JobView
@@ -75,7 +76,7 @@ def _hang_texts(p: Proposal, job: JobView) -> tuple[str, str]:
     what = wording.collective(first.cap("op"), first.cap("seq"))
     cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
     base = render(first.fix or "", _values(first, job.facts))
-    fix = tailor_fix(replace(first, category="collective_timeout"), base, job.facts, job.geo)
+    fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo)
     return cause, fix
 
 
@@ -109,7 +110,7 @@ def build_verdict(job: JobView, p: Proposal, d: RankDecision) -> Verdict:
     e = p.event
     if e is None:
         return Verdict(
-            category=p.category or "none",
+            category=p.category or Category.NONE,
             cause=wording.NONE_CAUSE,
             fix=wording.NONE_FIX,
             confidence=p.confidence,

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from analyzer.catalog.vocabulary import info, strength
+from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide.confidence import CONFIDENCE
 from analyzer.decide.flightrec import culprit_row
 from analyzer.decide.hangs import HangFinding, find_culprit
@@ -99,8 +99,8 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
         return None
     alternatives = (Proposal("slurm-end", end, CONFIDENCE["slurm-end"]),)
     cats = Counter(r.category for r in before)
-    if "collective_timeout" in cats:
-        hung = _hang(job, [r for r in before if r.category == "collective_timeout"])
+    if Category.COLLECTIVE_TIMEOUT in cats:
+        hung = _hang(job, [r for r in before if r.category == Category.COLLECTIVE_TIMEOUT])
         return Proposal(
             "end-after-symptoms",
             hung.event,
@@ -144,7 +144,7 @@ def hang(job: JobView) -> Proposal | None:
     """Only collective timeouts: a hang. The hang analysis names a culprit only from
     evidence (the Flight Recorder dumps, a desync report, a rank missing from the timeouts),
     else says why it cannot."""
-    timeouts = [r for r in job.symptoms if r.category == "collective_timeout"]
+    timeouts = [r for r in job.symptoms if r.category == Category.COLLECTIVE_TIMEOUT]
     return _hang(job, timeouts) if timeouts else None
 
 
@@ -154,7 +154,7 @@ def _hang(job: JobView, timeouts: list[Event]) -> Proposal:
         "hang",
         earliest(timeouts),
         finding.confidence,
-        category="collective_timeout",
+        category=Category.COLLECTIVE_TIMEOUT,
         hang=finding,
         timeouts=tuple(timeouts),
     )
@@ -178,13 +178,13 @@ def unknown(job: JobView) -> Proposal | None:
     if not job.symptoms:
         return None
     return Proposal(
-        "unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category="unknown"
+        "unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category=Category.UNKNOWN
     )
 
 
 def none(job: JobView) -> Proposal | None:
     """Nothing failed: no root, SLURM end or symptom in the logs."""
-    return Proposal("none", None, CONFIDENCE["none"], status="ok", category="none")
+    return Proposal("none", None, CONFIDENCE["none"], status="ok", category=Category.NONE)
 
 
 @dataclass(frozen=True)

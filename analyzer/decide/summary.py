@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from analyzer.catalog.vocabulary import info
+from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide import wording
 from analyzer.decide.ordering import first_per_rank
 from analyzer.decide.verdict import RankRow, Verdict
@@ -91,7 +91,7 @@ def human(d: timedelta) -> str:
 
 def phase(v: Verdict, facts: JobFacts) -> str | None:
     """The phase the job was in when it failed (None when nothing failed)."""
-    if v.category == "none":
+    if v.category == Category.NONE:
         return None
     if facts.checkpoint_saving:
         return "checkpoint save"

@@ -165,6 +165,16 @@ def _prefixed(
 
 
 _SYSLOG_FIRST = frozenset(m[0] for m in _MONTHS)
+_OUTER_FIRST = _DIGITS | _LETTERS | {" "}
+"""What an outer prefix (a collector's or syslog time, pytest's ``E``, srun's label, a pdsh
+host) can start with; a line that starts otherwise (``[``, ``(``) goes straight to the inner
+ones."""
+_LOGGERS: dict[str, tuple[regex.Pattern[str], ...]] = {
+    "[": (_CPP, _PY21),
+    **dict.fromkeys(_PYLOG_FIRST | _BASIC_FIRST, (_PYLOG, _BASIC)),
+}
+"""The logger prefixes that may start at a character (every one from ``\x80`` up)."""
+_ANY_LOGGER = (_CPP, _PYLOG, _PY21, _BASIC)
 
 
 def _syslog_stamp(m: regex.Match[str]) -> Stamp | None:
@@ -175,12 +185,6 @@ def _syslog_stamp(m: regex.Match[str]) -> Stamp | None:
         return None
     micro = int((m["f"] + "000000")[:6]) if m["f"] else 0
     return Stamp(None, month, day, int(m["h"]), int(m["mi"]), int(m["s"]), micro)
-
-
-def _may(first: frozenset[str], line: str, pos: int) -> bool:
-    """Whether a prefix whose first character is one of ``first`` may start at ``pos``."""
-    c = line[pos : pos + 1]
-    return c in first or c >= "\x80"
 
 
 def quoted_paste(data: bytes) -> bool:
@@ -198,131 +202,204 @@ def quoted_paste(data: bytes) -> bool:
 def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message.
     ``quoted``: the line is from a quoted paste (``quoted_paste``), so a leading ``> `` is
-    always the quote, whatever follows it."""
-    if line[:1] == " ":
-        # An indented line (Megatron's `` [time] iteration …``, a traceback's frames) carries
-        # a prefix only when the spaces lead to srun's task number (``  3: ``) or to an
-        # exception group's margin (``  | ``, ``  + ``); otherwise nothing can be peeled.
-        c = line.lstrip(" ")[:1]
-        if c and c not in _AFTER_SPACES and c < "\x80":
-            return _prefixed(line)
-    pos = 0
-    task = local_rank = rank = pid = None
-    level: str | None = None
-    stamp: Stamp | None = None
+    always the quote, whatever follows it.
 
-    worker_pid: int | None = None
-
-    quote = (_PASTE if quoted else _QUOTE).match(line) if line[:1] == ">" else None
-    if quote:
-        pos = quote.end()
-    collected: Stamp | None = None
-    m = _COLLECTOR.match(line, pos) if _may(_DIGITS, line, pos) else None
-    if m:
-        collected = parse_iso(m["ts"])
-        pos = m.end()
+    The prefixes are peeled outermost first, each one tried only where the character at the
+    current position can start it (a failed ``match`` call costs as much as the test that
+    avoids it many times over): the outer ones (``_outer``), then, unless nothing more can
+    start there, the launchers' (``_launchers``), torchrun's and c10d's (``_torch``) and a
+    logger's (``_logger``)."""
+    first = line[:1]
+    if first == " " and _bare_indent(line):
+        return _prefixed(line)
+    quote = (_PASTE if quoted else _QUOTE).match(line) if first == ">" else None
+    pos = quote.end() if quote else 0
+    task: int | None = None
     host: str | None = None
-    if line[pos : pos + 1] in _SYSLOG_FIRST:
+    collected: Stamp | None = None
+    c = line[pos : pos + 1]
+    if c in _OUTER_FIRST or c >= "\x80":
+        pos, task, host, collected = _outer(line, pos)
+        c = line[pos : pos + 1]
+    if c in _INNER_FIRST or c >= "\x80":
+        return _inner(line, pos, quote, quoted, task, host, collected)
+    # Nothing more can be peeled (most lines of a log that has no prefixes end here).
+    if c == " ":
+        pos = _group(line, pos)
+    if quote:
+        pos = _unquote(line, pos, quote, quoted)
+    return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
+
+
+def _bare_indent(line: str) -> bool:
+    """Whether an indented line (Megatron's `` [time] iteration …``, a traceback's frames)
+    carries no prefix: only spaces that lead to srun's task number (``  3: ``) or to an
+    exception group's margin (``  | ``, ``  + ``) can."""
+    c = line.lstrip(" ")[:1]
+    return bool(c) and c not in _AFTER_SPACES and c < "\x80"
+
+
+def _outer(line: str, pos: int) -> tuple[int, int | None, str | None, Stamp | None]:
+    """A log collector's time, a syslog time (with its host), pytest's ``E``, then srun's
+    label or a pdsh host: (where the rest starts, srun task, host, the collector's stamp)."""
+    collected: Stamp | None = None
+    host: str | None = None
+    c = line[pos : pos + 1]
+    if c in _DIGITS or c >= "\x80":
+        m = _COLLECTOR.match(line, pos)
+        if m:
+            collected = parse_iso(m["ts"])
+            pos = m.end()
+            c = line[pos : pos + 1]
+    if c in _SYSLOG_FIRST:
         m = _SYSLOG.match(line, pos)
         if m:
             collected = collected or _syslog_stamp(m)
             host = m["host"]
             pos = m.end()
-    m = _PYTEST.match(line, pos) if line[pos : pos + 1] == "E" else None
-    if m:
-        pos = m.end()
-    m = _SRUN.match(line, pos) if _may(_SRUN_FIRST, line, pos) else None
-    if m:
-        task = int(m[1])
-        pos = m.end()
-    else:
-        m = _PDSH.match(line, pos) if _may(_PDSH_FIRST, line, pos) else None
+            c = line[pos : pos + 1]
+    if c == "E":
+        m = _PYTEST.match(line, pos)
         if m:
-            host = m["host"]
             pos = m.end()
+            c = line[pos : pos + 1]
+    if c in _SRUN_FIRST or c >= "\x80":
+        m = _SRUN.match(line, pos)
+        if m:
+            return m.end(), int(m[1]), host, collected
+    if c in _PDSH_FIRST or c >= "\x80":
+        m = _PDSH.match(line, pos)
+        if m:
+            return m.end(), None, m["host"], collected
+    return pos, None, host, collected
+
+
+def _inner(
+    line: str,
+    pos: int,
+    quote: regex.Match[str] | None,
+    quoted: bool,
+    task: int | None,
+    host: str | None,
+    collected: Stamp | None,
+) -> Prefixed:
+    """The prefixes inside srun's / pdsh's, from ``pos``, and the message behind them."""
+    pos, rank, worker_pid, host = _launchers(line, pos, host)
+    local_rank: int | None = None
     c = line[pos : pos + 1]
-    if c not in _INNER_FIRST and c < "\x80":
-        # Nothing more can be peeled (most lines of a log that has no prefixes end here).
-        if c == " ":
-            m = _GROUP.match(line, pos)
-            if m:
-                pos = m.end()
-        if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
-            pos = 0  # Megatron's own "> " line, not a quote
-        return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
+    if c == "[" or c >= "\x80":
+        pos, local_rank, rank = _torch(line, pos, rank)
+        c = line[pos : pos + 1]
+    level: str | None = None
+    stamp: Stamp | None = None
+    pid: int | None = None
+    loggers = _LOGGERS.get(c) or (_ANY_LOGGER if c >= "\x80" else None)
+    if loggers:
+        pos, level, stamp, pid = _logger(line, pos, loggers)
+        c = line[pos : pos + 1]
+    if c == "[" or c >= "\x80":
+        m = _LIGHTNING.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
+            c = line[pos : pos + 1]
+    if c == " ":
+        pos = _group(line, pos)
+    if quote:
+        pos = _unquote(line, pos, quote, quoted)
+    return _prefixed(
+        line[pos:], task, local_rank, rank, level, stamp or collected, pid, host, worker_pid
+    )
+
+
+def _launchers(
+    line: str, pos: int, host: str | None
+) -> tuple[int, int | None, int | None, str | None]:
+    """OpenMPI's ``--tag-output``, a Ray actor, Determined's ``[rank=N]``, a launcher tag:
+    (where the rest starts, rank, Ray worker pid, host)."""
+    rank: int | None = None
+    worker_pid: int | None = None
+    c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
         m = _OMPI.match(line, pos)
         if m:
             rank = int(m[1])
             pos = m.end()
-    c = line[pos : pos + 1]
+            c = line[pos : pos + 1]
     if c == "(" or c >= "\x80":
         m = _RAY.match(line, pos)
         if m:
             worker_pid = int(m["pid"])
             host = m["ip"] or host
             pos = m.end()
-    c = line[pos : pos + 1]
+            c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
         m = _DETERMINED.match(line, pos)
         if m:
             rank = int(m[1])
             pos = m.end()
-    m = _TAG.match(line, pos) if _may(_LETTERS, line, pos) else None
-    if m:
-        pos = m.end()
-    c = line[pos : pos + 1]
-    if c == "[" or c >= "\x80":
-        m = _TEE.match(line, pos)
+            c = line[pos : pos + 1]
+    if c in _LETTERS or c >= "\x80":
+        m = _TAG.match(line, pos)
         if m:
-            local_rank = int(m[2])
             pos = m.end()
-        else:
-            m = _TEMPLATE.match(line, pos)
-            if m:
-                rank = int(m[1])
-                pos = m.end()
+    return pos, rank, worker_pid, host
+
+
+def _torch(line: str, pos: int, rank: int | None) -> tuple[int, int | None, int | None]:
+    """torchrun's ``[default3]:`` or a ``[${rank}]:`` template, c10d's ``[rank3]:``,
+    Lightning's ``[rank: 3] ``: (where the rest starts, local rank, rank)."""
+    local_rank: int | None = None
+    m = _TEE.match(line, pos)
+    if m:
+        local_rank = int(m[2])
+        pos = m.end()
+    else:
+        m = _TEMPLATE.match(line, pos)
+        if m:
+            rank = int(m[1])
+            pos = m.end()
     c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
         m = _RANK.match(line, pos)
         if m:
             rank = int(m[1])
             pos = m.end()
-    c = line[pos : pos + 1]
+            c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
         m = _LIGHTNING.match(line, pos)
         if m:
             rank = int(m[1])
             pos = m.end()
-    c = line[pos : pos + 1]
-    for rx in (
-        (_CPP, _PY21) if c == "["
-        else (_PYLOG, _BASIC) if c in _PYLOG_FIRST or c in _BASIC_FIRST
-        else (_CPP, _PYLOG, _PY21, _BASIC) if c >= "\x80"
-        else ()
-    ):
+    return pos, local_rank, rank
+
+
+def _logger(
+    line: str, pos: int, loggers: tuple[regex.Pattern[str], ...]
+) -> tuple[int, str | None, Stamp | None, int | None]:
+    """The first of ``loggers`` that matches at ``pos``: (where the rest starts, level
+    letter, stamp, logger pid)."""
+    for rx in loggers:
         m = rx.match(line, pos)
         if m:
             level = m["lvl"][0]
-            ts = m.groupdict().get("ts")
-            if ts:
-                stamp = parse_iso(ts) if "-" in ts else parse_glog(level + ts)
-            if m.groupdict().get("pid"):
-                pid = int(m["pid"])
-            pos = m.end()
-            break
-    c = line[pos : pos + 1]
-    if c == "[" or c >= "\x80":
-        m = _LIGHTNING.match(line, pos)
-        if m:
-            rank = int(m[1])
-            pos = m.end()
-    if line[pos : pos + 1] == " ":
-        m = _GROUP.match(line, pos)
-        if m:
-            pos = m.end()
-    if quote and not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
-        pos = 0  # Megatron's own "> " line, not a quote
-    return _prefixed(
-        line[pos:], task, local_rank, rank, level, stamp or collected, pid, host, worker_pid
-    )
+            got = m.groupdict()
+            ts = got.get("ts")
+            stamp = (parse_iso(ts) if "-" in ts else parse_glog(level + ts)) if ts else None
+            pid = got.get("pid")
+            return m.end(), level, stamp, int(pid) if pid else None
+    return pos, None, None, None
+
+
+def _group(line: str, pos: int) -> int:
+    """After an exception group's margin at ``pos`` (``pos`` itself when there is none)."""
+    m = _GROUP.match(line, pos)
+    return m.end() if m else pos
+
+
+def _unquote(line: str, pos: int, quote: regex.Match[str], quoted: bool) -> int:
+    """``pos``, or 0 when the line's leading ``> `` is Megatron's own, not a quote: outside a
+    quoted paste, a quote in front of nothing but the message and no traceback line."""
+    if not quoted and pos == quote.end() and not _QUOTED.match(line, pos):
+        return 0
+    return pos

@@ -7,15 +7,17 @@ launcher prefixes of its first line: lines of other writers interleave freely an
 usual), and ends at its exception line, at the first line of its writer that cannot belong to
 a traceback (not indented, not a frame, not an exception line, not "During handling …", not a
 second start before any frame, as two processes sharing one label print), or
-``TRACEBACK_MAX_LINES`` lines after it began. Its event carries the exception type and message
-and the innermost frame. Repeated events are bounded per writer and pattern (``bound.py``).
+``TRACEBACK_MAX_LINES`` lines after it began. Its event is the best catalog match inside it,
+else the catalog's traceback pattern (tag ``uncatalogued``, ``python.traceback``) with the
+exception type and message and the innermost frame. Repeated events are bounded per writer and
+pattern (``bound.py``).
 """
 
 from __future__ import annotations
 
 import regex
 
-from analyzer.catalog.model import Pattern, PatternMatch
+from analyzer.catalog.model import GENERIC_EXCEPTION_TAG, Pattern, PatternMatch
 from analyzer.lines.prefixes import Prefixed
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import nccl_writer
@@ -31,26 +33,7 @@ TRACEBACK_START = "Traceback (most recent call last):"
 _STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
 """A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
 ``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
-GENERIC_EXCEPTION_ID = "python.exception.uncaught"
-"""The catalog's catch-all for exception lines; a traceback assembled here replaces it."""
 _CHAIN = ("During handling", "The above exception")
-TRACEBACK_PATTERN = Pattern(
-    id="python.traceback",
-    category="python_exception",
-    role="root",
-    title="Uncaught Python exception",
-    needles=(TRACEBACK_START,),
-    regex=regex.compile(regex.escape(TRACEBACK_START)),
-    cause="An uncaught {exc_type} was raised: {exc_msg} (at {frame}).",
-    fix="Fix the code or input that raised {exc_type}; the traceback shows where.",
-    versions=("Python 3",),
-    source="Python traceback, assembled by the reader",
-    examples=(),
-    counter_examples=(),
-    origin="analyzer/read/builder.py",
-    tags=frozenset({"uncatalogued"}),
-)
-"""The event of a traceback whose lines no catalog pattern claims."""
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 Writer = tuple[int | None, int | None, int | None, str | None, int | None]
@@ -62,6 +45,28 @@ def writer(p: Prefixed) -> Writer:
     """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
     pid); the last two from a pdsh or Ray actor prefix."""
     return (p.task, p.local_rank, p.rank, p.host, p.worker_pid)
+
+
+def _belongs(tb: _Traceback, msg: str) -> tuple[regex.Match[str] | None, bool] | None:
+    """(frame match, is the exception line) of a line of an open traceback's writer; None
+    when the line cannot belong to the traceback."""
+    stripped = msg.strip()
+    fm = FRAME.match(msg)
+    indented = msg[:1].isspace()
+    chain = stripped.startswith(_CHAIN)
+    is_exc = (
+        not indented
+        and not fm
+        and not chain
+        and not stripped.startswith(_STARTS)
+        and EXC_LINE.match(stripped) is not None
+    )
+    # A second start before any frame: two processes that share one label printing the
+    # same traceback line by line (8 ranks under one srun task). Read as one traceback.
+    twin = not tb.frames and not indented and stripped.startswith(_STARTS)
+    if stripped and not (indented or fm or chain or is_exc or twin):
+        return None
+    return fm, is_exc
 
 
 class _Traceback:
@@ -208,33 +213,15 @@ class EventBuilder:
         """Give a line of its writer to an open traceback; False when it cannot belong (the
         traceback is then closed, and the line is read as any other)."""
         msg = pre.message
-        stripped = msg.strip()
-        fm = FRAME.match(msg)
-        indented = msg[:1].isspace()
-        chain = stripped.startswith(_CHAIN)
-        is_exc = (
-            not indented
-            and not fm
-            and not chain
-            and not stripped.startswith(_STARTS)
-            and EXC_LINE.match(stripped) is not None
-        )
-        # A second start before any frame: two processes that share one label printing the
-        # same traceback line by line (8 ranks under one srun task). Read as one traceback.
-        twin = not tb.frames and not indented and stripped.startswith(_STARTS)
-        if stripped and not (indented or fm or chain or is_exc or twin):
+        kind = _belongs(tb, msg)
+        if kind is None:
             self._close(tb)
             return False
+        fm, is_exc = kind
         tb.body.append(msg)
         if fm:
-            tb.frames.append(stripped)
-        pm = self.matcher.match(msg, raw, text, pos)
-        if pm is not None and pm.pattern.role == "candidate":
-            pm = None  # a generic error form: the assembled traceback says more
-        if pm is not None and fm and "frame" in pm.pattern.tags:
-            tb.frame_hit, pm = pm, None  # what the program was doing, not an event
-        if pm is not None and pm.pattern.id == GENERIC_EXCEPTION_ID:
-            pm = None  # the assembled traceback says more than the generic pattern
+            tb.frames.append(msg.strip())
+        pm = self._inner_match(tb, msg, raw, text, pos, fm)
         line: _Line | None = None
         if pm is not None and (pm.pattern.role != "context" or is_exc):
             st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
@@ -247,6 +234,28 @@ class EventBuilder:
             tb.exc = line
             self._close(tb)
         return True
+
+    def _inner_match(
+        self,
+        tb: _Traceback,
+        msg: str,
+        raw: bytes,
+        text: str,
+        pos: int,
+        fm: regex.Match[str] | None,
+    ) -> PatternMatch | None:
+        """The catalog match of a traceback's line, unless the assembled traceback says more
+        (a generic error form or exception line; a frame's pattern names what the program
+        was doing: ``frame_hit``)."""
+        pm = self.matcher.match(msg, raw, text, pos)
+        if pm is None or pm.pattern.role == "candidate":
+            return None
+        if fm and "frame" in pm.pattern.tags:
+            tb.frame_hit = pm
+            return None
+        if GENERIC_EXCEPTION_TAG in pm.pattern.tags:
+            return None
+        return pm
 
     def _close(self, tb: _Traceback) -> None:
         """The traceback's event: its best catalog match inside, else an uncaught exception."""
@@ -268,7 +277,7 @@ class EventBuilder:
             ev = self._event(pm, line)
             ev.fields = {**fields, **ev.fields}
         else:
-            pm = PatternMatch(TRACEBACK_PATTERN, fields)
+            pm = PatternMatch(self.matcher.catalog.traceback, fields)
             ev = self._event(pm, tb.exc or tb.anchor)
             ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
             if tb.frame_hit is not None:  # e.g. raised under save_checkpoint: a checkpoint failure

@@ -82,38 +82,67 @@ def nccl_writer(message: str) -> tuple[str, int, int] | None:
 def comm_ranks(claims: Iterable[Claim], world_size: int | None = None) -> CommRanks:
     """The process -> rank map of the job-wide communicator, or an empty map when the claims
     do not read as one (see the module docstring)."""
-    claims = list(claims)
+    kept = _job_wide(list(claims), world_size)
+    by_proc = _one_rank_each(kept) if kept else None
+    if not by_proc:
+        return CommRanks()
+    return CommRanks(by_proc, _by_pid(by_proc), _offsets(by_proc))
+
+
+_Proc = tuple[str, int, int | None]
+"""A process: (host, pid, device)."""
+
+
+def _job_wide(claims: list[Claim], world_size: int | None) -> list[Claim]:
+    """The claims about the largest communicator (none when its size is not the job's world
+    size): its init lines, and the channel lines whose rank fits in it."""
     sizes = [c.size for c in claims if c.size]
     top = max(sizes) if sizes else None
     if top is not None and world_size and top != world_size:
-        return CommRanks()
-    kept = [
+        return []
+    return [
         c for c in claims
         if (c.size == top if c.size is not None else top is None or c.rank < top)
     ]
-    procs: dict[tuple[str, int, int | None], set[int]] = defaultdict(set)
+
+
+def _one_rank_each(kept: list[Claim]) -> dict[_Proc, int] | None:
+    """Process -> rank when every process claims one rank and no rank is claimed by two
+    processes; None otherwise (more than one communicator)."""
+    procs: dict[_Proc, set[int]] = defaultdict(set)
     for c in kept:
         procs[(c.host, c.pid, c.dev)].add(c.rank)
-    owner: dict[int, tuple[str, int, int | None]] = {}
-    out = CommRanks()
+    owner: dict[int, _Proc] = {}
+    by_proc: dict[_Proc, int] = {}
     for key, ranks in procs.items():
         if len(ranks) != 1:
-            return CommRanks()  # one process, two ranks: more than one communicator
+            return None  # one process, two ranks: more than one communicator
         (r,) = ranks
         if owner.setdefault(r, key) != key:
-            return CommRanks()  # one rank, two processes: more than one communicator
-        out.by_proc[key] = r
+            return None  # one rank, two processes: more than one communicator
+        by_proc[key] = r
+    return by_proc
+
+
+def _by_pid(by_proc: dict[_Proc, int]) -> dict[tuple[str, int], int]:
+    """(host, pid) -> rank for the processes whose lines all name one rank."""
     per_pid: dict[tuple[str, int], set[int]] = defaultdict(set)
-    for (host, pid, _dev), r in out.by_proc.items():
+    for (host, pid, _dev), r in by_proc.items():
         per_pid[(host, pid)].add(r)
-    out.by_pid = {k: next(iter(v)) for k, v in per_pid.items() if len(v) == 1}
+    return {k: next(iter(v)) for k, v in per_pid.items() if len(v) == 1}
+
+
+def _offsets(by_proc: dict[_Proc, int]) -> dict[str, int]:
+    """Host -> rank minus device, where two processes or more of the host on distinct
+    devices agree on it."""
     per_host: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for (host, _pid, dev), r in out.by_proc.items():
+    for (host, _pid, dev), r in by_proc.items():
         if dev is not None:
             per_host[host].append((dev, r))
+    out: dict[str, int] = {}
     for host, pairs in per_host.items():
         devs = {d for d, _r in pairs}
         offsets = {r - d for d, r in pairs}
         if len(devs) == len(pairs) >= 2 and len(offsets) == 1:
-            out.offset[host] = offsets.pop()
+            out[host] = offsets.pop()
     return out

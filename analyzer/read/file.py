@@ -17,22 +17,16 @@ The reader has three parts, as ripgrep separates searcher, matcher and sink:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import zlib
 from collections.abc import Iterable
 
-from analyzer.catalog.model import Catalog
+from analyzer.catalog.model import Catalog, Pattern
 from analyzer.lines.prefixes import quoted_paste
 from analyzer.lines.timestamps import Stamp
-from analyzer.read.builder import (
-    EXC_LINE,
-    GENERIC_EXCEPTION_ID,
-    TRACEBACK_MAX_LINES,
-    TRACEBACK_PATTERN,
-    TRACEBACK_START,
-    EventBuilder,
-)
+from analyzer.read.builder import EXC_LINE, TRACEBACK_MAX_LINES, TRACEBACK_START, EventBuilder
 from analyzer.read.discover import LogFile
 from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
 from analyzer.read.prefilter import Prefilter, StampSieve
@@ -47,15 +41,36 @@ __all__ = [
     "CACHE_LINES",
     "CACHE_MAX_LINE",
     "EXC_LINE",
-    "GENERIC_EXCEPTION_ID",
     "MAX_LINE_BYTES",
     "TRACEBACK_MAX_LINES",
-    "TRACEBACK_PATTERN",
     "TRACEBACK_START",
     "FileScan",
     "FileScanner",
     "RawEvent",
+    "traceback_pattern",
 ]
+
+
+def traceback_pattern(catalog: Catalog | None = None) -> Pattern:
+    """The pattern of the event the reader assembles for a traceback no other pattern claims
+    (``Catalog.traceback``: tag ``uncatalogued``, ``python.traceback``): ``catalog``'s, else
+    the built-in catalog's."""
+    return (_builtin_catalog() if catalog is None else catalog).traceback
+
+
+@functools.cache
+def _builtin_catalog() -> Catalog:
+    from analyzer.catalog.load import load_catalog
+
+    return load_catalog(use_env=False)
+
+
+def __getattr__(name: str) -> Pattern:
+    """``TRACEBACK_PATTERN``, read on first use: the built-in catalog's ``traceback_pattern()``
+    (the name the traceback's pattern had while the reader defined it)."""
+    if name == "TRACEBACK_PATTERN":
+        return traceback_pattern()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class FileScanner:

@@ -19,7 +19,7 @@ import regex
 from analyzer.catalog.model import Catalog, Pattern
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import Claim, CommRanks, comm_ranks
-from analyzer.read.file import TRACEBACK_MAX_LINES, TRACEBACK_PATTERN, FileScan, RawEvent
+from analyzer.read.file import TRACEBACK_MAX_LINES, FileScan, RawEvent
 
 _ADDRESS = regex.compile(r"[\d.]+|[0-9a-fA-F:]+")
 
@@ -29,7 +29,6 @@ class Roles:
 
     def __init__(self, catalog: Catalog | None) -> None:
         self._by_id: dict[str, Pattern] = dict(catalog.by_id) if catalog else {}
-        self._by_id.setdefault(TRACEBACK_PATTERN.id, TRACEBACK_PATTERN)
         self._names: dict[str, Mapping[str, str]] = {}
         """Per pattern id: role -> the name of the capture declaring it (the catalog allows
         one per role), built once per pattern instead of once per event."""
