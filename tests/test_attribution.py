@@ -15,9 +15,9 @@ import regex
 
 from analyzer.api import analyze
 from analyzer.model.event import Event
+from tests.helpers import REAL, WILD
 
-ROOT = Path(__file__).resolve().parent.parent / "sample_logs" / "real"
-REAL = sorted(p.parent for p in ROOT.glob("*/expected.toml"))
+REAL_JOBS = sorted(p.parent for p in REAL.glob("*/expected.toml"))
 NPROC = 2
 _LABEL = regex.compile(r"^\s*(\d+): ")
 _RANK = regex.compile(r"\[rank(\d+)\]:")
@@ -28,7 +28,7 @@ def _rows(sample: Path) -> list[Event]:
     return analyze(sample, workers=1).rows
 
 
-@pytest.mark.parametrize("sample", REAL, ids=lambda p: p.name)
+@pytest.mark.parametrize("sample", REAL_JOBS, ids=lambda p: p.name)
 def test_every_attributed_rank_agrees_with_the_launch_geometry(sample: Path) -> None:
     for r in _rows(sample):
         where = f"{r.file}:{r.line} {r.text[:80]!r}"
@@ -41,7 +41,7 @@ def test_every_attributed_rank_agrees_with_the_launch_geometry(sample: Path) -> 
             assert r.local_rank == r.rank % NPROC, where
 
 
-@pytest.mark.parametrize("sample", REAL, ids=lambda p: p.name)
+@pytest.mark.parametrize("sample", REAL_JOBS, ids=lambda p: p.name)
 def test_tracebacks_sigterms_and_childfailed_fields_are_pinned_right(sample: Path) -> None:
     rows = _rows(sample)
     checked = 0
@@ -78,7 +78,7 @@ def test_tracebacks_sigterms_and_childfailed_fields_are_pinned_right(sample: Pat
 
 
 def test_exception_cascade_names_each_rank_once() -> None:
-    sample = ROOT / "exception-cascade"
+    sample = REAL / "exception-cascade"
     if not sample.is_dir():
         pytest.skip("exception-cascade not recorded")
     rows = _rows(sample)
@@ -87,7 +87,7 @@ def test_exception_cascade_names_each_rank_once() -> None:
 
 
 def test_exception_cascade_pins_every_sigterm_and_traceback() -> None:
-    sample = ROOT / "exception-cascade"
+    sample = REAL / "exception-cascade"
     if not sample.is_dir():
         pytest.skip("exception-cascade not recorded")
     kinds = (
@@ -100,9 +100,6 @@ def test_exception_cascade_pins_every_sigterm_and_traceback() -> None:
     assert rows
     for r in rows:
         assert r.rank is not None and r.node_index is not None, r.text
-
-
-WILD = Path(__file__).resolve().parent / "wild"
 
 
 @pytest.mark.parametrize(

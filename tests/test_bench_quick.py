@@ -21,12 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.api import analyze
-from analyzer.catalog.load import load_catalog
 from analyzer.read.discover import LogFile
 from analyzer.read.file import FileScanner
 from analyzer.read.prefilter import StampSieve
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, builtin_catalog
 
 
 def _generate_module():
@@ -50,6 +48,7 @@ def test_generated_job_is_diagnosed_as_the_oom_rank(tmp_path: Path) -> None:
     assert timeouts == set(range(spec.world)) - {spec.oom}
 
 
+@pytest.mark.slow
 def test_bench_quick_mode_passes(tmp_path: Path) -> None:
     """What ``.ci/run`` needs: the one-command benchmark runs and checks the verdict."""
     r = subprocess.run(
@@ -73,7 +72,7 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
 
 # -- fast paths == plain path ---------------------------------------------------------------
 
-_CATALOG = load_catalog()
+_CATALOG = builtin_catalog()
 _EXAMPLES = [ex.line for p in _CATALOG.patterns for ex in p.examples][:400]
 _FRAGMENTS = [
     "[rank3]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] ",

@@ -16,8 +16,7 @@ import pytest
 
 from analyzer.api import analyze
 from analyzer.triage.find import find_jobs
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 
 def _bench_module():

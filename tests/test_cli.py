@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import MakeJob
+
 TB = (
     "[rank1]: Traceback (most recent call last):\n"
     '[rank1]:   File "train.py", line 9, in <module>\n'
@@ -32,11 +34,8 @@ def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = Non
 
 
 @pytest.fixture
-def job(tmp_path: Path) -> Path:
-    d = tmp_path / "job-7"
-    d.mkdir()
-    (d / "slurm-7.out").write_text("starting\n" + TB)
-    return d
+def job(make_job: MakeJob) -> Path:
+    return make_job({"slurm-7.out": "starting\n" + TB}, name="job-7")
 
 
 def test_diagnosed_job_exits_0_and_json_follows_the_contract(job: Path) -> None:

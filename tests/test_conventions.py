@@ -15,8 +15,8 @@ import pytest
 
 from analyzer.report.outputs import OutputError, group_jobs, plan_outputs
 from analyzer.util.color import use_color
+from tests.helpers import ROOT, write_job
 
-ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[")
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}([+-]\d{2}:\d{2})?$")
 TB = (
@@ -36,10 +36,8 @@ def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 
 
 def _job(root: Path, name: str, rank: int, second: int = 1) -> Path:
-    d = root / name
-    d.mkdir(parents=True)
-    (d / f"slurm-{name[-2:]}.out").write_text("start\n" + TB.format(r=rank, s=second))
-    return d
+    log = "start\n" + TB.format(r=rank, s=second)
+    return write_job(root / name, {f"slurm-{name[-2:]}.out": log})
 
 
 # --- colour -------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 _DOC_REF = re.compile(r"\bdocs/[\w./-]+\.(?:md|json|png)")
 _MD_LINK = re.compile(r"\]\(((?!https?:|#)[^)#\s]+)(?:#[^)]*)?\)")
 

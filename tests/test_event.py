@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import Catalog
 from analyzer.model.event import STRUCTURAL, Event, from_flat
 from analyzer.shape.attribute import Roles
 from analyzer.shape.table import BASE_COLUMNS
-
-SAMPLES = Path(__file__).parent.parent / "sample_logs"
+from tests.helpers import REAL
 
 
 def test_an_event_cannot_be_changed_only_replaced() -> None:
@@ -58,8 +56,8 @@ def test_a_role_is_read_through_the_pattern_table() -> None:
     assert e.role_of("signal") is None
 
 
-def test_a_pattern_shares_one_role_table_among_its_events() -> None:
-    cat = load_catalog([])
+def test_a_pattern_shares_one_role_table_among_its_events(catalog: Catalog) -> None:
+    cat = catalog
     roles = Roles(cat)
     p = next(p for p in cat.patterns if any(c.role for c in p.captures.values()))
     assert roles.names(p.id) is roles.names(p.id)
@@ -69,7 +67,7 @@ def test_a_pattern_shares_one_role_table_among_its_events() -> None:
 def test_the_analysis_keeps_records_not_the_readers_events() -> None:
     """Once the records exist, the raw events and their attributions are gone (they were a
     large job's largest structures); the records hold the same facts."""
-    a = analyze(SAMPLES / "real" / "exception-cascade", workers=1)
+    a = analyze(REAL / "exception-cascade", workers=1)
     assert a.rows and all(isinstance(r, Event) for r in a.rows)
     assert a.attributed.events == []
     assert all(s.events == [] for s in a.read.scans)

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.format_fixtures import SCENARIOS, generate
-
-ROOT = Path(__file__).resolve().parents[1]
-FORMATS = ROOT / "sample_logs" / "formats"
+from tests.helpers import FORMATS
 
 # Copied from the project's categories.md (a public contract; do not read it at test time).
 CATEGORIES = {

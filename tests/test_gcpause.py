@@ -12,16 +12,15 @@ from typing import Any
 import pytest
 
 from analyzer import analyze
-from analyzer.catalog.load import load_catalog
 from analyzer.cli.commands import main
 from analyzer.report import render
 from analyzer.util.gcpause import paused_gc, without_gc
+from tests.helpers import ROOT, builtin_catalog
 
-ROOT = Path(__file__).resolve().parent.parent
 JOBS = sorted(
     p for kind in ("real", "formats") for p in (ROOT / "sample_logs" / kind).iterdir() if p.is_dir()
 )
-CATALOG = load_catalog()
+CATALOG = builtin_catalog()
 
 
 @pytest.fixture

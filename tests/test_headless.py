@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.catalog.load import load_catalog
 from analyzer.read.discover import LogFile
 from analyzer.read.file import FileScanner
+from tests.helpers import builtin_catalog
 
 CUT = (  # the tail of TB_RANK3 in tests/test_reader.py: the paste starts at its second frame
     '[rank3]:   File "train.py", line 40, in step\n'
@@ -20,7 +20,7 @@ CUT = (  # the tail of TB_RANK3 in tests/test_reader.py: the paste starts at its
 
 def _events(path: Path, block: int | None = None) -> list:
     lf = LogFile(path=path, rel=path.name, size=path.stat().st_size)
-    return FileScanner(load_catalog(), block_bytes=block).scan(lf).events
+    return FileScanner(builtin_catalog(), block_bytes=block).scan(lf).events
 
 
 @pytest.mark.parametrize("block", [None, 7, 16, 41, 64, 100])

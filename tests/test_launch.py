@@ -20,27 +20,27 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.api import analyze
+from analyzer.api import Analysis, analyze
 from analyzer.decide.advisories import find_script
+from tests.helpers import ROOT, write_job
 
-ROOT = Path(__file__).resolve().parents[1]
 SKELETON = (ROOT / "recipes" / "train-megatron.sbatch").read_text()
 MASTER = 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'
 
 
 def job(tmp_path: Path, log: str, script: str | None = SKELETON) -> Path:
-    d = tmp_path / "job-41"
-    d.mkdir()
-    (d / "slurm-41.out").write_text(log)
-    if script is not None:
-        (d / "train.sbatch").write_text(script)
-    return d
+    """``job-41/`` with ``slurm-41.out`` holding ``log`` and, unless None, ``train.sbatch``."""
+    files = {"slurm-41.out": log} | ({"train.sbatch": script} if script is not None else {})
+    return write_job(tmp_path / "job-41", files)
 
 
 def advisories(d: Path, script: Path | None = None) -> list[dict[str, object]]:
-    a = analyze(d)
-    a.script = script
-    return a.diagnosis.advisories
+    return advice(analyze(d, script=script))
+
+
+def advice(a: Analysis) -> list[dict[str, object]]:
+    """The diagnosis' advisories in their JSON form."""
+    return [x.as_dict() for x in a.diagnosis.advisories]
 
 
 def test_raw_nodelist_endpoint_is_tied_to_master_addr(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_raw_nodelist_endpoint_is_tied_to_master_addr(tmp_path: Path) -> None:
     a = analyze(d)
     v = a.diagnosis.verdict
     assert v.category == "rendezvous" and "scontrol show hostnames" in v.fix
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "master-addr" and adv["explains_verdict"] is True
     assert "raw SLURM node list" in str(adv["message"])
     assert adv["fix"] == MASTER
@@ -80,7 +80,7 @@ def test_uv_building_the_venv_until_the_time_limit(tmp_path: Path) -> None:
     script = SKELETON.replace("uv run --no-sync python", "uv run python")
     a = analyze(job(tmp_path, log, script))
     assert a.diagnosis.verdict.category == "slurm_time_limit"
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "uv-sync" and adv["explains_verdict"] is True
     assert "2 node(s)" in str(adv["message"])
     assert str(adv["fix"]).startswith("uv run --no-sync python -m torch.distributed.run")
@@ -151,24 +151,24 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
     if not d.is_dir():
         pytest.skip(f"{name} not recorded")
     a = analyze(d)
-    rules = [x["rule"] for x in a.diagnosis.advisories]
+    rules = [x["rule"] for x in advice(a)]
     if name == "worktree-not-shared":
         assert a.diagnosis.verdict.category == "storage"
-        assert rules[0] == "node-local-path" and a.diagnosis.advisories[0]["explains_verdict"]
+        assert rules[0] == "node-local-path" and advice(a)[0]["explains_verdict"]
     elif name == "standalone-independent-worlds":
         assert a.diagnosis.status == "ok"
-        [adv] = a.diagnosis.advisories
+        [adv] = advice(a)
         assert adv["rule"] == "worker-group" and "2 rank-0 outputs" in str(adv["message"])
     elif name == "two-agents-per-node":
         assert a.diagnosis.verdict.category == "rendezvous"
-        [adv] = a.diagnosis.advisories
+        [adv] = advice(a)
         assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
         assert "srun tasks 0, 1 ran on the same host node001" in str(adv["message"])
         assert str(adv["evidence"][0]).endswith("train.sbatch:4: #SBATCH --ntasks=2")
     elif name == "master-addr-nodelist":
         assert a.diagnosis.verdict.category == "rendezvous"
         assert "scontrol show hostnames" in a.diagnosis.verdict.fix
-        [adv] = a.diagnosis.advisories
+        [adv] = advice(a)
         assert adv["rule"] == "master-addr" and adv["explains_verdict"] is True
         assert "raw SLURM node list (on 2 node(s))" in str(adv["message"])
         assert str(adv["evidence"][0]).endswith("export MASTER_ADDR='node[001-002]'")
@@ -176,7 +176,7 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
         # node 0 trained a world of 2 alone; node 1 waited in the rendezvous until node 0's
         # store went away: the verdict is the lost store, the advisory names the broken rule
         assert a.diagnosis.verdict.category == "rendezvous"
-        [adv] = a.diagnosis.advisories
+        [adv] = advice(a)
         assert adv["rule"] == "worker-group" and adv["explains_verdict"] is True
         assert "world size 2, but the script starts 4 workers" in str(adv["message"])
 
@@ -192,7 +192,7 @@ def test_megatron_max_connections_warning_on_a_job_that_ran(tmp_path: Path) -> N
     )
     a = analyze(job(tmp_path, log, None))
     assert a.diagnosis.status == "ok"
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "max-connections" and "conflicting" in str(adv["message"])
 
 
@@ -205,7 +205,7 @@ def test_store_port_in_use_with_several_tasks_per_node(tmp_path: Path) -> None:
     script = SKELETON.replace("--ntasks-per-node=1", "--ntasks-per-node=8")
     a = analyze(job(tmp_path, log, script))
     assert a.diagnosis.verdict.category == "rendezvous"
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
     assert any("EADDRINUSE" in str(e) for e in adv["evidence"])  # type: ignore[union-attr]
 
@@ -221,7 +221,7 @@ def test_gpu_model_from_the_logs_decides_max_connections(tmp_path: Path) -> None
                                                     "--gpus-per-node=8")
     a = analyze(job(tmp_path, log, script))
     assert a.diagnosis.verdict.category == "cuda_device_max_connections"
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "max-connections" and adv["severity"] == "error"
     assert "the job's logs show NVIDIA H100 80GB HBM3" in str(adv["message"])
     assert adv["explains_verdict"] is True
@@ -236,7 +236,7 @@ def test_two_launchers_on_one_host_without_a_script(tmp_path: Path) -> None:
         "srun: error: gpu-node-003: task 0: Exited with exit code 1\n"
     )
     a = analyze(job(tmp_path, log, None))
-    [adv] = a.diagnosis.advisories
+    [adv] = advice(a)
     assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
     assert "srun tasks 0, 1 ran on the same host gpu-node-003" in str(adv["message"])
     # a stand-in script that disables the rule (the harness samples) keeps it quiet
@@ -244,4 +244,4 @@ def test_two_launchers_on_one_host_without_a_script(tmp_path: Path) -> None:
     other.mkdir()
     script = SKELETON.replace("--ntasks-per-node=1",
                               "--ntasks-per-node=2  # mcore-diagnose: disable=tasks-per-node")
-    assert analyze(job(other, log, script)).diagnosis.advisories == []
+    assert advice(analyze(job(other, log, script))) == []

@@ -13,8 +13,8 @@ import pytest
 
 from analyzer.api import analyze
 from analyzer.lines.prefixes import split_prefixes
+from tests.helpers import SAMPLE_LOGS
 
-ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
 CASCADES = [
     "formats/cuda-oom-cascade",
     "formats/nccl-timeout-torch-2.12-slurm-25",
@@ -60,7 +60,7 @@ def _strip_root(job: Path, tmp: Path) -> tuple[Path, int | None]:
 
 @pytest.mark.parametrize("name", CASCADES)
 def test_cascade_without_its_root_is_honest(name: str, tmp_path: Path) -> None:
-    job = ROOT / name
+    job = SAMPLE_LOGS / name
     if not job.is_dir():
         pytest.skip(f"{name} is not recorded")
     before = analyze(job, workers=1).diagnosis.verdict

@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 import analyzer
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROJECT = PYPROJECT["project"]
 

@@ -11,6 +11,7 @@ import pytest
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.lines.timestamps import Stamp, find_stamp, parse_glog, parse_iso
 from analyzer.util.sanitize import clean_line
+from tests.helpers import SAMPLE_LOGS, WILD, write_job
 
 
 @pytest.mark.parametrize(
@@ -230,10 +231,9 @@ def _exception_group_log(tmp_path: Path, prefix: str = "") -> Path:
         [sys.executable, "-c", _TASK_GROUP], capture_output=True, text=True, check=False
     )
     assert run.returncode == 1 and "Exception Group Traceback" in run.stderr
-    job = tmp_path / "job"
-    job.mkdir()
-    (job / "train.err").write_text("".join(prefix + ln for ln in run.stderr.splitlines(True)))
-    return job
+    return write_job(
+        tmp_path / "job", {"train.err": "".join(prefix + ln for ln in run.stderr.splitlines(True))}
+    )
 
 
 def test_exception_group_margin_is_dropped(tmp_path: Path) -> None:
@@ -281,19 +281,15 @@ def test_exception_group_margin_needs_its_shape(line: str) -> None:
         assert message == line
 
 
-_WILD = Path(__file__).resolve().parent / "wild"
-_SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
-
-
 def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
     from analyzer.lines.prefixes import quoted_paste
 
     # A real reply that quotes a nanoGPT run (33 of 34 lines quoted).
-    pasted = (_WILD / "a-nanogpt-torchrun-loss-nan" / "output.log").read_bytes()
+    pasted = (WILD / "a-nanogpt-torchrun-loss-nan" / "output.log").read_bytes()
     assert quoted_paste(pasted)
     # Megatron's own "> building ..." lines are a minority of a real log's lines.
     megatron = (
-        _SAMPLES / "formats/hang-lowest-last-enqueued/torchrun-logs/gpu-node-001/"
+        SAMPLE_LOGS / "formats/hang-lowest-last-enqueued/torchrun-logs/gpu-node-001/"
         "60441_f_q_7zk0/attempt_0/0/stdout.log"
     ).read_bytes()
     assert b"\n> " in megatron and not quoted_paste(megatron)

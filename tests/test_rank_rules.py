@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.api import analyze
+from tests.helpers import write_job
 
 SIGKILL = (
     "E0325 20:57:27.620000 2606 site-packages/torch/distributed/elastic/multiprocessing/api.py:"
@@ -21,9 +22,7 @@ NO_NCCL = "[rank{r}]: RuntimeError: Distributed package doesn't have NCCL built 
 
 
 def _verdict(tmp_path: Path, *lines: str):  # type: ignore[no-untyped-def]
-    job = tmp_path / "job"
-    job.mkdir()
-    (job / "output.log").write_text("\n".join(lines) + "\n")
+    job = write_job(tmp_path / "job", {"output.log": "\n".join(lines) + "\n"})
     return analyze(job, workers=1).diagnosis.verdict
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from analyzer.api import analyze
 from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
 from analyzer.read.job import read_job, scanner_for
-
-SAMPLES = Path(__file__).parent.parent / "sample_logs" / "real"
+from tests.helpers import REAL
 
 
 def test_one_scanner_per_catalog() -> None:
@@ -25,8 +25,8 @@ def test_one_scanner_per_catalog() -> None:
 def test_a_reused_scanner_gives_the_same_rows() -> None:
     cat = load_catalog([])
     jobs = ["exception-cascade", "sigkill-rank", "exception-cascade"]
-    shared = [analyze(SAMPLES / j, catalog=cat, workers=1) for j in jobs]
-    fresh = [analyze(SAMPLES / j, catalog=load_catalog([]), workers=1) for j in jobs]
+    shared = [analyze(REAL / j, catalog=cat, workers=1) for j in jobs]
+    fresh = [analyze(REAL / j, catalog=load_catalog([]), workers=1) for j in jobs]
     for a, b in zip(shared, fresh, strict=True):
         assert [r.structural() for r in a.rows] == [r.structural() for r in b.rows]
         assert a.diagnosis.verdict.as_dict() == b.diagnosis.verdict.as_dict()
@@ -46,11 +46,11 @@ def test_threads_never_share_a_scanner() -> None:
     assert scanner_for(cat) is mine
 
 
-def test_equal_captures_are_one_dict_and_others_are_not(tmp_path: Path) -> None:
+def test_equal_captures_are_one_dict_and_others_are_not(tmp_path: Path, catalog: Catalog) -> None:
     line = "node{n}:1234:1234 [0] NCCL INFO NCCL version {v}\n"
     for n, v in enumerate(["2.21.5+cuda12.4", "2.21.5+cuda12.4", "2.21.5+cuda12.4", "2.26.2"]):
         (tmp_path / f"rank{n}.log").write_text(line.format(n=n, v=v))
-    rr = read_job(discover([tmp_path]), load_catalog(), workers=1)
+    rr = read_job(discover([tmp_path]), catalog, workers=1)
     fields = [e.fields for s in rr.scans for e in s.events if e.pattern_id == "nccl.ctx.version"]
     assert [f["nccl_version"] for f in fields] == ["2.21.5+cuda12.4"] * 3 + ["2.26.2"]
     assert fields[0] is fields[1] is fields[2]

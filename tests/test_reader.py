@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
+from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
+from tests.helpers import REAL, builtin_catalog, write_job
 
 TB = (
     "  1: [default1]:[rank3]: Traceback (most recent call last):\n"
@@ -21,10 +23,7 @@ TB = (
 
 
 def _job(tmp_path: Path, text: str, name: str = "slurm-42.out") -> Path:
-    d = tmp_path / "job"
-    d.mkdir(exist_ok=True)
-    (d / name).write_text(text)
-    return d
+    return write_job(tmp_path / "job", {name: text})
 
 
 def test_traceback_is_one_event_with_type_message_and_frame(tmp_path: Path) -> None:
@@ -152,7 +151,6 @@ TB_RANK3 = (
 
 def _scan_file(path: Path, block: int | None = None) -> list:
     import analyzer.read.file as scan_mod
-    from analyzer.catalog.load import load_catalog
     from analyzer.read.discover import LogFile
 
     lf = LogFile(path=path, rel=path.name, size=path.stat().st_size)
@@ -160,7 +158,7 @@ def _scan_file(path: Path, block: int | None = None) -> list:
     if block is not None:
         scan_mod.BLOCK_BYTES = block
     try:
-        return scan_mod.FileScanner(load_catalog()).scan(lf).events
+        return scan_mod.FileScanner(builtin_catalog()).scan(lf).events
     finally:
         scan_mod.BLOCK_BYTES = old
 
@@ -388,18 +386,17 @@ def test_a_traceback_through_checkpoint_code_is_a_checkpoint_failure(
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_events_share_one_object_per_repeated_value(
-    workers: int, monkeypatch: pytest.MonkeyPatch
+    workers: int, monkeypatch: pytest.MonkeyPatch, catalog: Catalog
 ) -> None:
     """Capture values, stamps and pattern strings that events repeat are one object each,
     also for events unpickled from worker processes chunk by chunk (the parent's memory)."""
     import analyzer.read.job as read_mod
-    from analyzer.catalog.load import load_catalog
     from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)
-    job = Path(__file__).resolve().parent.parent / "sample_logs" / "real" / "exception-cascade"
-    rr = read_mod.read_job(discover([job]), load_catalog([]), workers=workers)
+    job = REAL / "exception-cascade"
+    rr = read_mod.read_job(discover([job]), catalog, workers=workers)
     evs = [e for sc in rr.scans for e in sc.events]
     values = [v for e in evs for v in e.fields.values()]
     stamps = [e.stamp for e in evs if e.stamp is not None]
@@ -410,12 +407,11 @@ def test_events_share_one_object_per_repeated_value(
 
 
 def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: Catalog
 ) -> None:
     """Workers take the smallest files; the parent reads the largest (a SLURM output with
     every rank's lines) itself, so its many events are never pickled. Order is unchanged."""
     import analyzer.read.job as read_mod
-    from analyzer.catalog.load import load_catalog
     from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
@@ -426,9 +422,28 @@ def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
     for i in range(30):
         (job / f"rank{i:02d}.log").write_text("hello\n" * (i + 1) + TB_RANK3)
     disc = discover([job])
-    rr = read_mod.read_job(disc, load_catalog([]), workers=2)
+    rr = read_mod.read_job(disc, catalog, workers=2)
     assert [sc.file.rel for sc in rr.scans] == [lf.rel for lf in disc.files]
     big = max(range(len(disc.files)), key=lambda i: disc.files[i].size)
     assert disc.files[big].rel == "all-ranks.log" and big == 0
     assert rr.scans[big].file is disc.files[big], "read in this process, not unpickled"
     assert all(sc.events for sc in rr.scans)
+
+
+def test_every_example_of_the_traceback_pattern_opens_a_traceback(tmp_path: Path) -> None:
+    """The catalog's traceback pattern (tag ``uncatalogued``) describes the first line the
+    reader opens a traceback at: each of its examples, followed by a frame and an exception
+    line of the same writer, is one ``python.traceback`` event with the exception's type,
+    message and frame."""
+    from analyzer.lines.prefixes import split_prefixes
+
+    p = builtin_catalog().traceback
+    assert p.id == "python.traceback" and "uncatalogued" in p.tags
+    for i, ex in enumerate(p.examples):
+        pre = ex.line[: len(ex.line) - len(split_prefixes(ex.line).message)]  # the writer
+        f = tmp_path / f"tb{i}.log"
+        f.write_text(f'{ex.line}\n{pre}  File "train.py", line 4, in step\n{pre}KeyError: {i}\n')
+        evs = _scan_file(f)
+        assert [(e.pattern_id, e.role) for e in evs] == [("python.traceback", "root")], ex.line
+        assert evs[0].fields == {"exc_type": "KeyError", "exc_msg": str(i),
+                                 "frame": 'File "train.py", line 4, in step'}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.catalog.load import load_catalog
+from analyzer.catalog.model import Catalog
 from analyzer.lines.prefixes import Prefixed, _prefixed, split_prefixes
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.discover import discover
@@ -114,13 +114,13 @@ def test_repeat_bound_keeps_ends_extremes_and_exact_counts(seed: int) -> None:
         assert evs[KEEP - 1].repeats == folded + 1
 
 
-def test_events_of_a_cached_line_do_not_share_captures(tmp_path: Path) -> None:
+def test_events_of_a_cached_line_do_not_share_captures(tmp_path: Path, catalog: Catalog) -> None:
     """The matcher caches the captures of a repeated message; every event gets its own."""
     line = "[rank{}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     d = tmp_path / "job"
     d.mkdir()
     (d / "slurm-1.out").write_text("".join(line.format(r) + "\n" for r in range(3)))
-    cat = load_catalog()
+    cat = catalog
     scan = FileScanner(cat).scan(discover([d]).files[0])
     evs = [e for e in scan.events if e.fields]
     assert len(evs) == 3 and evs[0].fields == evs[1].fields
@@ -139,14 +139,14 @@ def test_events_of_a_cached_line_do_not_share_captures(tmp_path: Path) -> None:
 
 
 def test_caches_rest_when_lines_never_repeat_and_answers_do_not_change(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, catalog: Catalog
 ) -> None:
     import analyzer.read.match as am
 
     monkeypatch.setattr(am, "CACHE_LINES", 16)
     monkeypatch.setattr(am, "CACHE_MIN_HITS", 4)
     monkeypatch.setattr(am, "CACHE_REST", 8)
-    cat = load_catalog()
+    cat = catalog
     m = LineMatcher(cat)
     lines = [f" [2026-08-20 11:50:{i % 60:02d}] iteration {i}/ 100 | consumed samples: {i}"
              for i in range(40)]

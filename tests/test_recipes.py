@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 RECIPE = ROOT / "recipes" / "diagnose-on-failure.sbatch"
 TB = (
     "[rank1]: Traceback (most recent call last):\n"

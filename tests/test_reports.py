@@ -28,8 +28,8 @@ from analyzer.report.jsonout import to_json
 from analyzer.report.markdown import md
 from analyzer.report.model import build_model
 from analyzer.util.safe import clean
+from tests.helpers import SAMPLE_LOGS, write_job
 
-REPO = Path(__file__).resolve().parents[1]
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 EXT = {"terminal": "txt", "text": "text.txt", "markdown": "md", "html": "html", "json": "json"}
@@ -58,8 +58,6 @@ HOSTILE = (
 
 def oom_job(root: Path, nnodes: int = 2, gpn: int = 4, culprit: int = 5) -> Path:
     """One rank runs out of GPU memory; every other rank then hits the NCCL watchdog."""
-    d = root / f"oom-{nnodes}x{gpn}"
-    d.mkdir(parents=True)
     lines = [f"+ srun torchrun --nnodes {nnodes} --nproc-per-node {gpn} pretrain_gpt.py"]
     for r in range(nnodes * gpn):
         n, lr = divmod(r, gpn)
@@ -80,16 +78,13 @@ def oom_job(root: Path, nnodes: int = 2, gpn: int = 4, culprit: int = 5) -> Path
         if r != culprit:
             n, lr = divmod(r, gpn)
             lines.append(f"{n}: [default{lr}]:[rank{r}]:" + WATCHDOG.format(r=r))
-    (d / "slurm-4242.out").write_text("\n".join(lines) + "\n")
-    return d
+    return write_job(root / f"oom-{nnodes}x{gpn}", {"slurm-4242.out": "\n".join(lines) + "\n"})
 
 
 def hostile_job(root: Path) -> Path:
     """A traceback whose message (the verdict's evidence) holds rich markup, HTML and ANSI."""
-    d = root / "hostile"
-    d.mkdir(parents=True)
     p = "[rank1]: "
-    (d / "slurm-9.out").write_text(
+    log = (
         p
         + "Traceback (most recent call last):\n"
         + p
@@ -101,14 +96,11 @@ def hostile_job(root: Path) -> Path:
         + HOSTILE
         + "\n"
     )
-    return d
+    return write_job(root / "hostile", {"slurm-9.out": log})
 
 
 def clean_job(root: Path) -> Path:
-    d = root / "clean"
-    d.mkdir(parents=True)
-    (d / "slurm-1.out").write_text("iteration 1\niteration 2\ntraining done\n")
-    return d
+    return write_job(root / "clean", {"slurm-1.out": "iteration 1\niteration 2\ntraining done\n"})
 
 
 BUILDERS = {"oom-2x4": oom_job, "hostile": hostile_job, "clean": clean_job}
@@ -245,7 +237,7 @@ def test_verbose_terminal_adds_the_per_rank_timeline(tmp_path: Path) -> None:
 def _samples() -> list[Path]:
     found = []
     for kind in ("real", "formats"):
-        base = REPO / "sample_logs" / kind
+        base = SAMPLE_LOGS / kind
         if base.is_dir():
             found += sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
     return found

@@ -4,7 +4,6 @@ alternative that repeats the verdict."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +11,7 @@ from analyzer import analyze
 from analyzer.report import render
 from analyzer.report.markdown import prose as md_prose
 from analyzer.util.safe import code_spans
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = sorted(p for p in (ROOT / "sample_logs").glob("*/*") if (p / "expected.toml").is_file())
+from tests.helpers import SAMPLES
 
 
 def test_code_spans() -> None:

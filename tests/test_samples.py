@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog.load import load_catalog
+from tests.helpers import SAMPLES, builtin_catalog
 
-ROOT = Path(__file__).resolve().parent.parent / "sample_logs"
-SAMPLES = sorted(p.parent for p in ROOT.glob("*/*/expected.toml"))
-CATALOG = load_catalog(use_env=False)
+CATALOG = builtin_catalog()
 
 
 def _expected(d: Path) -> dict:

@@ -17,9 +17,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test
 
 from analyzer.catalog.vocabulary import CATEGORIES  # noqa: E402
 from analyzer.report.schemas import SCHEMAS, load_schema  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = sorted(p for p in (ROOT / "sample_logs").glob("*/*") if (p / "expected.toml").is_file())
+from tests.helpers import ROOT, SAMPLES  # noqa: E402
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,7 @@ from analyzer.decide.fixes import compose, merge_fix, tailor_fix
 from analyzer.model.event import from_flat
 from analyzer.shape.facts import JobFacts
 from analyzer.shape.table import BASE_COLUMNS
+from tests.helpers import write_job
 
 _GOOD = """
 [[pattern]]
@@ -134,10 +135,7 @@ def test_event_table_types_captures_as_declared() -> None:
 
 
 def _job(tmp_path: Path, name: str, text: str) -> Path:
-    d = tmp_path / "job"
-    d.mkdir(exist_ok=True)
-    (d / name).write_text(text, encoding="utf-8")
-    return d
+    return write_job(tmp_path / "job", {name: text})
 
 
 def test_rendezvous_names_the_store_host_not_the_printing_node(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from analyzer.read.slurmjob import is_job_id
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FAKE = """#!/bin/bash
 if [[ "$1 $2 $3" == "-o show job" ]]; then
   if [[ "$4" == "77" ]]; then

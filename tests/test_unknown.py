@@ -14,7 +14,6 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.api import analyze
-from analyzer.catalog.load import load_catalog
 from analyzer.catalog.vocabulary import info
 from analyzer.cli.commands import app
 from analyzer.decide.reason import diagnose_rows
@@ -29,14 +28,12 @@ from analyzer.decide.unknown import (
 from analyzer.decide.verdict import Verdict
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.model.event import Event
+from tests.helpers import REAL, SAMPLES, WILD, builtin_catalog
 
-REPO = Path(__file__).resolve().parents[1]
-REAL = REPO / "sample_logs" / "real"
 JOB1 = REAL / "unknown-loader-fatal"
 JOB2 = REAL / "unknown-loader-fatal-again"
 GOOD = REAL / "clean-success"
-SAMPLES = sorted(p.parent for p in REPO.glob("sample_logs/*/*/expected.toml"))
-CATALOG = load_catalog(use_env=False)
+CATALOG = builtin_catalog()
 LINE1 = (
     "shardio: FATAL: corrupt record header in /data/tokens/train-00011.bin at offset 2150400 "
     "(crc 0xdef57c79 != 0x00000000); cannot continue"
@@ -547,7 +544,7 @@ def test_a_collapsing_loss_scale_alone_is_a_diverging_run(tmp_path: Path) -> Non
     loss scale 64 -> 2 step after step and the paste ends before the run stops."""
     job = tmp_path / "job"
     job.mkdir()
-    src = Path(__file__).resolve().parent / "wild" / "b-deepspeed-fp16-loss-scale-collapse"
+    src = WILD / "b-deepspeed-fp16-loss-scale-collapse"
     (job / "output.log").write_bytes((src / "output.log").read_bytes())
     v = analyze(job, catalog=CATALOG, workers=1).diagnosis.verdict
     got = (v.category, v.pattern_id, v.rank)

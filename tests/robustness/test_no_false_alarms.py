@@ -8,10 +8,11 @@ import gzip
 from pathlib import Path
 
 import pytest
-from _robust import CATALOG, SAMPLES, expected
+from _robust import CATALOG, expected
 
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.util.sanitize import clean_line, decode
+from tests.helpers import SAMPLES
 
 SUCCESSFUL = [s for s in SAMPLES if expected(s).get("category") == "none"]
 

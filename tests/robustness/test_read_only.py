@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from _robust import CATALOG, ROOT, _under, assert_clean_exit, audited, cli
+from _robust import CATALOG, _under, assert_clean_exit, audited, cli
 
 from analyzer.api import analyze
+from tests.helpers import ROOT
 
 SAMPLE = ROOT / "sample_logs" / "formats" / "illegal-memory-access"
 

@@ -12,6 +12,7 @@ import pytest
 from _robust import CATALOG, assert_clean_exit, audited, cli
 
 from analyzer.api import analyze
+from tests.helpers import write_job
 
 EVIL = [
     "[bold red]PWNED[/bold red] [/] [link=file:///etc/passwd]x[/link] :skull:",
@@ -24,14 +25,11 @@ EVIL = [
 
 
 def _job(tmp_path: Path) -> Path:
-    d = tmp_path / "job"
-    d.mkdir()
     lines = ["step 1"]
     lines += ["[rank3]: Traceback (most recent call last):", '[rank3]:   File "t.py", line 1']
     lines += [f"[rank3]: ValueError: {'; '.join(EVIL[:5])}"]
     lines += [f"[rank2]: RuntimeError: {e}" for e in EVIL]
-    (d / "slurm-1.out").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return d
+    return write_job(tmp_path / "job", {"slurm-1.out": "\n".join(lines) + "\n"})
 
 
 def _no_control(text: str) -> None:

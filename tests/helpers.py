@@ -1,0 +1,60 @@
+"""Paths and small helpers shared by the tests (``from tests.helpers import ROOT, write_job``).
+
+Module-level code (``parametrize`` lists, constants read at import time) needs plain values, so
+they live here; ``tests/conftest.py`` turns the same things into fixtures (``repo_root``,
+``sample_logs``, ``catalog``, ``make_job``) for test functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+from analyzer.catalog.model import Catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root (where ``pyproject.toml`` is)."""
+SAMPLE_LOGS = ROOT / "sample_logs"
+REAL = SAMPLE_LOGS / "real"
+"""Jobs recorded on the private SLURM cluster (``docs/development.md``)."""
+FORMATS = SAMPLE_LOGS / "formats"
+"""Format-built jobs for what needs a GPU."""
+WILD = ROOT / "tests" / "wild"
+"""The wild corpus: public failure logs with an expert's label."""
+SAMPLES = sorted(p.parent for p in SAMPLE_LOGS.glob("*/*/expected.toml"))
+"""Every sample job directory (real and formats), each with its ``expected.toml``."""
+
+
+@cache
+def builtin_catalog() -> Catalog:
+    """The built-in catalog, loaded once per test process (``MCORE_DIAGNOSE_PATTERNS`` is
+    ignored). Shared: do not change its patterns; load a private one to do that."""
+    from analyzer.catalog.load import load_catalog
+
+    return load_catalog(use_env=False)
+
+
+class MakeJob(Protocol):
+    """The type of the ``make_job`` fixture (``tests/conftest.py``), for annotations."""
+
+    def __call__(self, files: Mapping[str, str | bytes], name: str = "job") -> Path: ...
+
+
+def write_job(directory: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Write a fake job directory and return it.
+
+    ``files`` maps a path relative to ``directory`` (``"slurm-7.out"``,
+    ``"logs/node1/stderr.log"``) to its content: ``str`` is written as UTF-8, ``bytes`` as is.
+    ``directory`` and any parent folders are created; an existing directory is added to.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return directory
