@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from analyzer.decide import hangs
 from analyzer.decide.confidence import CONFIDENCE
 from analyzer.decide.rank_decision import CERTAINTY, RANK_RULES
 from analyzer.decide.rules import VERDICT_RULES
@@ -32,6 +33,10 @@ def registry_markdown() -> str:
         if rr.job_level:
             after += " (the whole job's verdict only)"
         out.append(f"| {i} | `{rr.id}` | {after} | {_cell(rr.doc)} |")
+    out += ["", "### Hang strategies, strongest evidence first", ""]
+    out += ["| # | `culprit` finding | confidence | applies when |", "|---|---|---|---|"]
+    for i, s in enumerate(hangs.STRATEGIES, 1):
+        out.append(f"| {i} | `{s.id}` | {hangs.CONFIDENCE[s.id]} | {_cell(s.doc)} |")
     out += ["", "### Confidence by rule", ""]
     out += ["| key | confidence |", "|---|---|"]
     out += [f"| `{k}` | {v} |" for k, v in CONFIDENCE.items()]

@@ -12,6 +12,7 @@ A finding records the rule that named the culprit (``HangFinding.rule``) and its
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,17 +83,26 @@ def from_dumps(dump: CulpritEvent, logs: HangFinding) -> HangFinding:
     return HangFinding(rank, "dumps", conf, [dump, *logs.rows], detail)
 
 
-def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
-    """The culprit from the timeout lines alone."""
-    reporting = {r.rank for r in timeouts if r.rank is not None}
-    # 1. Desync debug / monitored_barrier name the lagging rank(s) directly.
+def _first_of(timeouts: list[Event], rank: int) -> list[Event]:
+    return [r for r in timeouts if r.rank == rank][:1]
+
+
+def desync(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """A desync report (or ``monitored_barrier``) names exactly one lagging rank: PyTorch
+    compared the ranks itself."""
     for r in timeouts:
         lag = r.cap("lagging_ranks")
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
-                return HangFinding(ranks[0], "desync", 0.8, [r], {"rank": ranks[0]})
-    # 2. Collective mismatch: same sequence number, different op type.
+                return _found("desync", ranks[0], [r], {"rank": ranks[0]})
+    return None
+
+
+def op_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """At one sequence number of one process group (three ranks or more report it), one rank
+    ran another collective than all the others: a collective mismatch, and that rank is its
+    cause."""
     by_seq: dict[tuple[str | None, int], dict[int, str]] = defaultdict(dict)
     for r in timeouts:
         seq, op, rk = _int(r.cap("seq")), r.cap("op"), r.rank
@@ -105,61 +115,122 @@ def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
             odd = [rk for rk, op in ops.items() if op != majority]
             if len(odd) == 1:
                 rk = odd[0]
-                rows = [r for r in timeouts if r.rank == rk][:1]
-                return HangFinding(
-                    rk,
-                    "op-mismatch",
-                    0.75,
-                    rows,
-                    {"rank": rk, "seq": seq, "op": ops[rk], "others_op": majority},
-                )
-    # 2b. Collective mismatch from the tracebacks (gloo): the c10d function each rank's
-    # timed-out call went through; only the culprit's names the other collective.
+                detail = {"rank": rk, "seq": seq, "op": ops[rk], "others_op": majority}
+                return _found("op-mismatch", rk, _first_of(timeouts, rk), detail)
+    return None
+
+
+def call_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """In gloo tracebacks (three ranks or more), the torch.distributed function each rank's
+    timed-out call went through: one rank's differs from a majority's, so it is waiting in
+    another collective."""
     calls: dict[int, str] = {}
     for r in timeouts:
         found = _C10D_CALL.findall(r.traceback or "")
         if found and r.rank is not None:
             calls.setdefault(r.rank, found[-1])
     counts = Counter(calls.values())
-    if len(calls) >= 3 and len(counts) > 1:
-        majority, n_major = counts.most_common(1)[0]
-        odd = [rk for rk, op in calls.items() if op != majority]
-        if len(odd) == 1 and n_major > len(calls) - n_major:
-            rk = odd[0]
-            return HangFinding(
-                rk,
-                "call-mismatch",
-                0.7,
-                [r for r in timeouts if r.rank == rk][:1],
-                {"rank": rk, "op": calls[rk], "others": n_major, "others_op": majority},
-            )
-    # 3. The one rank whose "last enqueued" work is behind everyone else's.
+    if len(calls) < 3 or len(counts) < 2:
+        return None
+    majority, n_major = counts.most_common(1)[0]
+    odd = [rk for rk, op in calls.items() if op != majority]
+    if len(odd) != 1 or n_major <= len(calls) - n_major:
+        return None
+    rk = odd[0]
+    detail = {"rank": rk, "op": calls[rk], "others": n_major, "others_op": majority}
+    return _found("call-mismatch", rk, _first_of(timeouts, rk), detail)
+
+
+def lowest_enqueued(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """One rank's "last enqueued" work is behind every other rank's: it never issued the
+    collective the others wait in."""
     enq: dict[int, int] = {}
     for r in timeouts:
         v, rk = _int(r.cap("last_enqueued")), r.rank
         if v is not None and rk is not None:
             enq[rk] = min(v, enq.get(rk, v))
-    if len(enq) >= 2:
-        low = min(enq.values())
-        lows = [rk for rk, v in enq.items() if v == low]
-        if len(lows) == 1 and any(v > low for v in enq.values()):
-            rk = lows[0]
-            return HangFinding(
-                rk,
-                "lowest-enqueued",
-                0.7,
-                [r for r in timeouts if r.rank == rk][:1],
-                {"rank": rk, "last_enqueued": low, "others_reached": max(enq.values())},
-            )
-    # 4. The rank missing from the reports.
-    missing = sorted(universe - reporting)
-    if universe and len(missing) == 1 and len(reporting) >= 2:
-        rk = missing[0]
-        return HangFinding(rk, "missing", 0.65, [], {"rank": rk, "world": len(universe)})
-    # 5. The rank whose watchdog raised the dump signal first (a weak pointer).
+    if len(enq) < 2:
+        return None
+    low = min(enq.values())
+    lows = [rk for rk, v in enq.items() if v == low]
+    if len(lows) != 1 or not any(v > low for v in enq.values()):
+        return None
+    rk = lows[0]
+    detail = {"rank": rk, "last_enqueued": low, "others_reached": max(enq.values())}
+    return _found("lowest-enqueued", rk, _first_of(timeouts, rk), detail)
+
+
+def missing(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """Every rank of a known world but one reported a timeout (two or more did): the others
+    were waiting for the one that did not."""
+    reporting = {r.rank for r in timeouts if r.rank is not None}
+    absent = sorted(universe - reporting)
+    if not universe or len(absent) != 1 or len(reporting) < 2:
+        return None
+    rk = absent[0]
+    return _found("missing", rk, [], {"rank": rk, "world": len(universe)})
+
+
+def none(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """Nothing singles out one rank: no culprit, with the ranks missing from the reports (or
+    that the world size is unknown) and the rank whose watchdog fired first, mentioned and
+    never blamed."""
+    reporting = {r.rank for r in timeouts if r.rank is not None}
     srcs = Counter(_int(r.cap("src_rank")) for r in timeouts if r.cap("src_rank"))
     srcs.pop(None, None)
-    detail: dict[str, Any] = {"missing": missing, "world_known": bool(universe)}
+    detail: dict[str, Any] = {
+        "missing": sorted(universe - reporting),
+        "world_known": bool(universe),
+    }
     if len(srcs) == 1:
         (detail["first_watchdog"],) = srcs
-    return HangFinding(None, "none", 0.5, [], detail)
+    return _found("none", None, [], detail)
+
+
+CONFIDENCE: dict[str, float] = {
+    "desync": 0.8,
+    "op-mismatch": 0.75,
+    "call-mismatch": 0.7,
+    "lowest-enqueued": 0.7,
+    "missing": 0.65,
+    "none": 0.5,
+}
+"""Confidence of a hang verdict by the strategy that decided it (the Flight Recorder's own
+comes with its finding)."""
+
+
+def _found(rule: str, rank: int | None, rows: list[Event], detail: dict[str, Any]) -> HangFinding:
+    return HangFinding(rank, rule, CONFIDENCE[rule], rows, detail)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way to find a hang's culprit from the timeout lines alone."""
+
+    id: str
+    find: Callable[[list[Event], set[int]], HangFinding | None]
+
+    @property
+    def doc(self) -> str:
+        """When the strategy applies, and why."""
+        return " ".join((self.find.__doc__ or "").split())
+
+
+STRATEGIES: tuple[Strategy, ...] = (
+    Strategy("desync", desync),
+    Strategy("op-mismatch", op_mismatch),
+    Strategy("call-mismatch", call_mismatch),
+    Strategy("lowest-enqueued", lowest_enqueued),
+    Strategy("missing", missing),
+    Strategy("none", none),
+)
+"""The strategies, strongest evidence first; the first that finds something decides."""
+
+
+def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
+    """The culprit from the timeout lines alone: the first strategy that applies."""
+    for s in STRATEGIES:
+        found = s.find(timeouts, universe)
+        if found is not None:
+            return found
+    raise AssertionError("the none strategy always applies")

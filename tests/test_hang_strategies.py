@@ -1,0 +1,79 @@
+"""Each hang-culprit strategy on timeout events built directly, through the registry: removing
+a strategy (or moving it after the one that would otherwise win) fails its test."""
+
+from __future__ import annotations
+
+from analyzer.decide import hangs
+from analyzer.decide.hangs import CONFIDENCE, STRATEGIES, find_culprit
+from analyzer.decide.wording import HANG_REASONS
+from analyzer.model.event import Event
+
+
+def timeout(rank: int, traceback: str | None = None, **caps: str) -> Event:
+    return Event(
+        file=f"rank{rank}.log",
+        line=1,
+        pattern_id="test.watchdog",
+        category="collective_timeout",
+        role="symptom",
+        text="timeout",
+        rank=rank,
+        traceback=traceback,
+        captures=caps,
+    )
+
+
+def test_every_strategy_is_worded_documented_and_has_a_confidence() -> None:
+    assert [s.id for s in STRATEGIES] == [
+        "desync", "op-mismatch", "call-mismatch", "lowest-enqueued", "missing", "none",
+    ]
+    for s in STRATEGIES:
+        assert s.id in CONFIDENCE and s.doc, s.id
+        assert s.id in HANG_REASONS or s.id == "none", s.id  # "none" is worded from its facts
+
+
+def test_desync_report_names_the_lagging_rank() -> None:
+    f = find_culprit([timeout(0, lagging_ranks="[3]"), timeout(1)], set(range(4)))
+    assert (f.rank, f.rule, f.confidence) == (3, "desync", 0.8)
+
+
+def test_op_mismatch_at_one_sequence_number() -> None:
+    t = [timeout(r, seq="7", op="ALLREDUCE") for r in range(3)] + [
+        timeout(3, seq="7", op="BROADCAST")
+    ]
+    f = find_culprit(t, set(range(4)))
+    assert (f.rank, f.rule, f.detail["others_op"]) == (3, "op-mismatch", "ALLREDUCE")
+
+
+def test_call_mismatch_from_gloo_tracebacks() -> None:
+    def tb(fn: str) -> str:
+        return f'File "torch/distributed/distributed_c10d.py", line 9, in {fn}'
+
+    t = [timeout(r, tb("all_reduce")) for r in range(3)] + [timeout(3, tb("broadcast"))]
+    f = find_culprit(t, set(range(4)))
+    assert (f.rank, f.rule, f.detail["op"]) == (3, "call-mismatch", "broadcast")
+
+
+def test_lowest_last_enqueued() -> None:
+    t = [timeout(0, last_enqueued="20"), timeout(1, last_enqueued="19"),
+         timeout(2, last_enqueued="20")]
+    f = find_culprit(t, set(range(3)))
+    assert (f.rank, f.rule, f.detail["others_reached"]) == (1, "lowest-enqueued", 20)
+
+
+def test_the_one_rank_missing_from_the_reports() -> None:
+    f = find_culprit([timeout(0), timeout(1), timeout(3)], set(range(4)))
+    assert (f.rank, f.rule, f.confidence) == (2, "missing", 0.65)
+
+
+def test_none_names_no_rank_and_mentions_the_first_watchdog() -> None:
+    f = find_culprit([timeout(0, src_rank="1"), timeout(1, src_rank="1")], set(range(4)))
+    assert (f.rank, f.rule) == (None, "none")
+    assert f.detail == {"missing": [2, 3], "world_known": True, "first_watchdog": 1}
+
+
+def test_the_strongest_evidence_wins() -> None:
+    """A desync report outranks a missing rank (both apply here)."""
+    f = find_culprit([timeout(0, lagging_ranks="2"), timeout(1)], set(range(3)))
+    assert (f.rank, f.rule) == (2, "desync")
+    assert hangs.missing([timeout(0), timeout(1)], set(range(3))) is not None
