@@ -72,7 +72,7 @@ class Analysis:
         node, local rank, first event (time, category, role, pattern), counts per category."""
         from analyzer.shape.byrank import world_by_rank
 
-        return world_by_rank(self.events, self.facts, self.attributed.geometry)
+        return world_by_rank(self.events, self.attributed.geometry)
 
     @cached_property
     def diagnosis(self) -> Diagnosis:
@@ -252,8 +252,7 @@ def analyze(
         sc.events = []
     rows = build_events(att)  # empties att.events as it goes (``attributed`` keeps the geometry)
     facts = collect_facts(rows)
-    att.geometry.resolve(facts.get("world_size"), facts.get("nproc_per_node"))
-    fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry.world_size)
+    fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry)
     if fr is not None:
         rows += evidence_rows(fr, rows)
     base = good_run_templates

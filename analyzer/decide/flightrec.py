@@ -19,6 +19,7 @@ from typing import Any
 from analyzer.flightrec.analyze import FrFinding, RankState, analyze_dumps
 from analyzer.flightrec.load import load_dumps
 from analyzer.model.event import Event
+from analyzer.shape.geometry import Geometry
 
 SOURCE = "flight_recorder"
 CULPRIT_PREFIX = "flight_recorder.culprit."
@@ -35,20 +36,13 @@ class CulpritEvent(Event):
     finding: FrFinding = field(kw_only=True)
 
 
-def world_of(rows: list[Event], world_size: Any) -> set[int]:
-    """Every rank of the job: from the world size when known, else the ranks the logs name."""
-    if isinstance(world_size, int) and 0 < world_size <= 1_000_000:
-        return set(range(world_size))
-    return {r.rank for r in rows if r.rank is not None}
-
-
 def read_flight_recorder(
-    dumps: list[tuple[Any, str]], rows: list[Event], world_size: Any
+    dumps: list[tuple[Any, str]], rows: list[Event], geo: Geometry
 ) -> FrFinding | None:
-    """Load and compare the dumps (None when there are none)."""
+    """Load and compare the dumps against every rank of the job (None when there are none)."""
     if not dumps:
         return None
-    return analyze_dumps(load_dumps(dumps), world_of(rows, world_size))
+    return analyze_dumps(load_dumps(dumps), geo.ranks(rows))
 
 
 def _where(rows: list[Event], rank: int) -> dict[str, Any]:

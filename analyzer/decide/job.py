@@ -47,25 +47,6 @@ class JobView:
                 r for r in active if r.category in SLURM_END_CATEGORIES and r.role == "root"
             ),
             symptoms=tuple(r for r in active if r.role == "symptom"),
-            universe=frozenset(universe(promoted, geo)),
+            universe=frozenset(geo.ranks(promoted)),
         )
 
-    @property
-    def world(self) -> int | None:
-        """The world size when the geometry settled one."""
-        return world(self.geo)
-
-
-def world(geo: Geometry) -> int | None:
-    """The job's world size as the geometry settled it (``Geometry.resolve``), or None."""
-    ws = geo.world_size
-    return ws if isinstance(ws, int) and ws > 0 else None
-
-
-def universe(rows: Sequence[Event], geo: Geometry) -> set[int]:
-    """Every rank of the job: ``range(world_size)`` when known (and sane), else the ranks
-    that logged something."""
-    ws = geo.world_size
-    if isinstance(ws, int) and 0 < ws <= 1_000_000:
-        return set(range(ws))
-    return {r.rank for r in rows if r.rank is not None}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
-from analyzer.decide.job import JobView, universe, world
+from analyzer.decide.job import JobView
 from analyzer.decide.rank_decision import decide_rank
 from analyzer.decide.render import build_verdict
 from analyzer.decide.rules import Proposal, propose
@@ -146,7 +146,7 @@ def diagnose_rows(
     if per_attempt:
         v, alts, shared = _first_attempt(v, alts, per_attempt)
     if status == "failed" and candidates:
-        inferred, _ranked = infer(v, rows, candidates, world(geo), baseline)
+        inferred, _ranked = infer(v, rows, candidates, geo.world, baseline)
         if inferred is not v:
             alts, v, shared = [v, *alts], replace(inferred, rule="inferred"), None
     v = wording.finish(replace(v, rank_assumed=_assumed(v, rows)))
@@ -164,7 +164,7 @@ def diagnose_rows(
         facts=facts,
         attempts=[x if x is v else wording.finish(x) for x in per_attempt],
         phase=phase(v, facts),
-        ranks=rank_table(rows, universe(rows, geo)),
+        ranks=rank_table(rows, geo.ranks(rows)),
         problems=list(read.problems),
         files=read.files,
         bytes_read=read.bytes_read,

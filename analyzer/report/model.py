@@ -277,7 +277,7 @@ def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
     d = a.diagnosis
     f = d.fact
     g = a.attributed.geometry
-    ws = g.world_size or f("world_size")
+    ws = g.world
     rows: list[tuple[str, Any]] = [
         ("SLURM job", _slurm_fact(f)),
         ("world size", ws),

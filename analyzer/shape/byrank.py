@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from analyzer.shape.table import by_rank
 
@@ -11,22 +10,10 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analyzer.shape.attribute import Geometry
-    from analyzer.shape.facts import JobFacts
-
-_MAX_WORLD = 1_000_000
 
 
-def world_size(facts: Mapping[str, Any] | JobFacts, geo: Geometry | None) -> int | None:
-    """The number of ranks, from Megatron's or torchrun's lines, else the launch geometry."""
-    ws = facts.get("world_size") or (geo.world_size if geo else None)
-    if not ws and geo and geo.nproc_per_node and geo.nnodes:
-        ws = geo.nproc_per_node * geo.nnodes
-    return ws if isinstance(ws, int) and 0 < ws <= _MAX_WORLD else None
 
-
-def world_by_rank(
-    events: pl.DataFrame, facts: Mapping[str, Any] | JobFacts, geo: Geometry | None
-) -> pl.DataFrame:
+def world_by_rank(events: pl.DataFrame, geo: Geometry | None) -> pl.DataFrame:
     """``events.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
     for every other rank an event names, and no row for events without a rank.
 
@@ -37,7 +24,7 @@ def world_by_rank(
 
     base = by_rank(events).filter(pl.col("rank").is_not_null())
     ranks = set(base["rank"].to_list())
-    ws = world_size(facts, geo)
+    ws = geo.world if geo else None
     if ws:
         ranks.update(range(ws))
     if not ranks:
@@ -69,8 +56,11 @@ def _node_labels(events: pl.DataFrame, geo: Geometry | None) -> dict[int, str]:
     """Node index -> the label the event table uses for it (a host name when known)."""
     labels: dict[int, str] = {}
     if {"node_index", "node"} <= set(events.columns):
-        for idx, node in events.select("node_index", "node").drop_nulls().unique().iter_rows():
-            labels.setdefault(int(idx), str(node))
+        pairs = events.select("node_index", "node").drop_nulls().unique().sort("node_index", "node")
+        for idx, node in pairs.iter_rows():
+            # A node some of whose lines name its host is that host, whatever the order.
+            if labels.get(int(idx), str(idx)) == str(idx):
+                labels[int(idx)] = str(node)
     hosts = geo.task_hosts if geo else {}
     if hosts and len(set(hosts.values())) == len(hosts):  # distinct: real host names
         for idx, host in hosts.items():

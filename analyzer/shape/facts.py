@@ -108,38 +108,64 @@ def collect_facts(rows: list[Event]) -> JobFacts:
     f = JobFacts()
     saving = False
     for r in rows:
-        arg, value = r.cap("arg"), r.cap("value")
-        if arg and value is not None:
-            key = _ARG_MAP.get(arg)
-            if key and key not in f.values:
-                f.values[key] = _intish(value)
-        for k in _FIELD_FACTS:
-            v = r.cap(k)
-            if v and k not in f.values:
-                f.values[k] = _intish(v)
-        it = r.cap("iteration")
-        if it and it.strip().isdecimal():
-            n = int(it)
-            f.last_iteration = max(f.last_iteration or 0, n)
-            if r.rank is not None:
-                rk = r.rank
-                f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
-            if r.time is not None:
-                f.iteration_times.append(r.time)
+        _stated(f, r)
+        _progress(f, r)
         tags = r.tags
         if "checkpoint-save-begin" in tags:
             saving = True
         elif "checkpoint-save-end" in tags:
             saving = False
-        cc = r.cap("compute_cap")
-        if cc and "sm" not in f.values and regex.fullmatch(r"\d+\.\d+", cc):
-            major, minor = cc.split(".")
-            f.values["sm"] = int(major) * 10 + int(minor[:1])
         if "sm" not in f.values:
-            m = _SM.search(r.message or "")
-            if m:
-                f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
+            _compute_capability(f, r)
     f.checkpoint_saving = saving
+    _derived(f)
+    return f
+
+
+def _stated(f: JobFacts, r: Event) -> None:
+    """Facts a line states: an argument of Megatron's block, or a capture named for a fact;
+    the first statement of each is kept."""
+    arg, value = r.cap("arg"), r.cap("value")
+    if arg and value is not None:
+        key = _ARG_MAP.get(arg)
+        if key and key not in f.values:
+            f.values[key] = _intish(value)
+    for k in _FIELD_FACTS:
+        v = r.cap(k)
+        if v and k not in f.values:
+            f.values[k] = _intish(v)
+
+
+def _progress(f: JobFacts, r: Event) -> None:
+    """The last iteration, overall and per rank, and when iterations were logged."""
+    it = r.cap("iteration")
+    if not (it and it.strip().isdecimal()):
+        return
+    n = int(it)
+    f.last_iteration = max(f.last_iteration or 0, n)
+    if r.rank is not None:
+        rk = r.rank
+        f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
+    if r.time is not None:
+        f.iteration_times.append(r.time)
+
+
+def _compute_capability(f: JobFacts, r: Event) -> None:
+    """The GPU's compute capability as ``sm``: a capture, else ``sm_90`` or ``compute
+    capability 9.0`` in the message."""
+    cc = r.cap("compute_cap")
+    if cc and regex.fullmatch(r"\d+\.\d+", cc):
+        major, minor = cc.split(".")
+        f.values["sm"] = int(major) * 10 + int(minor[:1])
+        return
+    m = _SM.search(r.message or "")
+    if m:
+        f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
+
+
+def _derived(f: JobFacts) -> None:
+    """The GPU generation from its name or ``sm``; data parallelism from the world size over
+    TP x PP x CP when the logs do not state it."""
     gen, sm = gpu_generation(f.values.get("gpu_name"), f.values.get("sm"))
     if gen:
         f.values["gpu_generation"] = gen
@@ -150,4 +176,3 @@ def collect_facts(rows: list[Event]) -> JobFacts:
         ws = f.values["world_size"]
         if isinstance(ws, int) and denom and ws % denom == 0:
             f.values["dp"] = ws // denom
-    return f

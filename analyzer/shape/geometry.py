@@ -8,11 +8,23 @@ the launcher's and Megatron's arguments, ChildFailedError records, host names.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from analyzer.read.file import FileScan, RawEvent
 from analyzer.shape.childfailed import ChildFailure
 from analyzer.shape.roles import Roles, short_host, task_ids
+
+MAX_WORLD = 1_000_000
+"""A larger world size is a misread number, not a job."""
+
+
+class HasRank(Protocol):
+    """Anything with a (global) rank: an event, a record."""
+
+    @property
+    def rank(self) -> int | None: ...
 
 
 @dataclass
@@ -31,6 +43,20 @@ class Geometry:
     one_node: bool = False
     """Nothing in the logs shows a second node (see ``_one_node``): a local rank is the global
     rank."""
+
+    @property
+    def world(self) -> int | None:
+        """The world size when it is known (and sane), else None."""
+        ws = self.world_size
+        return ws if isinstance(ws, int) and 0 < ws <= MAX_WORLD else None
+
+    def ranks(self, rows: Iterable[HasRank]) -> set[int]:
+        """Every rank of the job: ``range(world size)`` when it is known, else the ranks that
+        ``rows`` name."""
+        ws = self.world
+        if ws is not None:
+            return set(range(ws))
+        return {r.rank for r in rows if r.rank is not None}
 
     def node_label(self, host: str | None, node_index: int | None) -> str | None:
         """What every view calls a node: its host name when hosts tell nodes apart, else its
@@ -62,6 +88,9 @@ class _Extent:
     """Processes per node, as lines with an srun label and both ranks imply them."""
     tasks: set[int] = field(default_factory=set)
     world: Counter[int] = field(default_factory=Counter)
+    declared: dict[str, int] = field(default_factory=dict)
+    """The first world size, processes per node and node count the job's arguments state
+    (Megatron's argument block, a ``world_size`` capture): the job's facts say the same."""
 
 
 def _vote(votes: Counter[int], rank: int | None, local_rank: int | None, task: int | None) -> None:
@@ -80,6 +109,25 @@ def _world_size_of(ev: RawEvent, roles: Roles) -> str | None:
     return ws
 
 
+_DECLARED_ARGS = ("world_size", "nproc_per_node", "nnodes")
+
+
+def _declare(declared: dict[str, int], ev: RawEvent) -> None:
+    """The sizes an argument line or a ``world_size`` capture states, first seen kept."""
+    arg, value = ev.fields.get("arg"), ev.fields.get("value")
+    if arg in _DECLARED_ARGS and value is not None:
+        _keep(declared, str(arg), value)
+    ws = ev.fields.get("world_size")
+    if ws:
+        _keep(declared, "world_size", ws)
+
+
+def _keep(declared: dict[str, int], key: str, value: str) -> None:
+    v = value.strip()
+    if key not in declared and v.isdecimal() and int(v) > 0:
+        declared[key] = int(v)
+
+
 def _extent(
     scans: list[FileScan], failures: list[ChildFailure], roles: Roles, g: Geometry
 ) -> _Extent:
@@ -94,6 +142,7 @@ def _extent(
             ws = _world_size_of(ev, roles)
             if ws and ws.isdecimal():
                 out.world[int(ws)] += 1
+            _declare(out.declared, ev)
             if spec := roles.get(ev, "task"):
                 host = roles.get(ev, "host") or ""
                 if spec.isdecimal() and host and not any(c in host for c in "[],"):
@@ -135,6 +184,7 @@ def resolve_geometry(
     if _one_task_per_rank(scans, ext.votes):
         g.task_is_rank = True
         g.evidence.append("srun task ids are global ranks (one srun task per GPU, no torchrun)")
+        g.resolve(ext.declared.get("world_size"), ext.declared.get("nproc_per_node"))
         return g
     _nodes_and_processes(g, ext)
     seen = _seen(scans, failures, roles)
@@ -144,6 +194,7 @@ def resolve_geometry(
     if g.world_size is None and _one_worker(seen, g):
         g.world_size = 1
         g.evidence.append("one worker: the launcher killed a single subprocess, on one host")
+    g.resolve(ext.declared.get("world_size"), ext.declared.get("nproc_per_node"))
     return g
 
 

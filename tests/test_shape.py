@@ -1,0 +1,47 @@
+"""The job's shape is settled once, from all the evidence, before any rank is attributed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.api import analyze
+from tests.helpers import write_job
+
+# Megatron's argument block (megatron/training/arguments.py _print_args) under srun's label
+# and torchrun's --tee prefix, then one worker's traceback on the second node.
+ARGS_THEN_TRACEBACK = """\
+0: [default0]:  nproc_per_node .................................. 4
+1: [default2]:Traceback (most recent call last):
+1: [default2]:  File "train.py", line 3, in <module>
+1: [default2]:    step()
+1: [default2]:ValueError: bad batch
+"""
+
+
+def test_a_stated_processes_per_node_places_ranks_before_attribution(tmp_path: Path) -> None:
+    """Before, the processes per node stated in the arguments reached the geometry only after
+    the ranks were attributed, and the traceback of node 1's local rank 2 had no rank."""
+    a = analyze(write_job(tmp_path / "job", {"slurm-1.out": ARGS_THEN_TRACEBACK}))
+    g = a.attributed.geometry
+    assert (g.nproc_per_node, g.nnodes, g.world_size) == (4, 2, 8)
+    v = a.diagnosis.verdict
+    assert (v.category, v.rank, v.local_rank, v.node) == ("python_exception", 6, 2, "1")
+
+
+def test_the_geometry_is_not_resolved_again_after_the_facts(tmp_path: Path) -> None:
+    """One place settles the shape: the facts agree with it and nothing changes it later."""
+    a = analyze(write_job(tmp_path / "job", {"slurm-1.out": ARGS_THEN_TRACEBACK}))
+    assert a.facts.get("nproc_per_node") == a.attributed.geometry.nproc_per_node == 4
+
+
+def test_by_rank_node_labels_prefer_the_host_whatever_the_row_order() -> None:
+    """A node some of whose lines carry its host name and some only its index is labelled by
+    the host; before, the label depended on the order polars' unique() happened to give."""
+    import polars as pl
+
+    from analyzer.shape.byrank import _node_labels
+
+    rows = [(2, "2"), (2, "gpu-node-003"), (1, "1")]
+    for order in (rows, rows[::-1]):
+        df = pl.DataFrame(order, schema={"node_index": pl.Int64, "node": pl.Utf8}, orient="row")
+        assert _node_labels(df, None) == {1: "1", 2: "gpu-node-003"}
