@@ -1,0 +1,255 @@
+"""The Typer app, the options every command shares, and loading the catalog."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from analyzer.decide.verdict import (
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+)
+from analyzer.lint.cli import register_lint
+from analyzer.triage.cli import triage_app
+from analyzer.util.color import ColorChoice
+from analyzer.version import __version__
+
+SUBCOMMANDS = {
+    "diagnose",
+    "events",
+    "patterns",
+    "triage",
+    "--help",
+    "-h",
+    "--install-completion",
+    "--show-completion",
+}
+
+
+def _plain_argument_help() -> None:
+    """Show arguments in help as their metavar (``PATH...``), as click and most tools do.
+
+    typer writes a required argument as ``{PATH...}``; the braces mean nothing to a user.
+    """
+    from typer.core import TyperArgument
+
+    def make_metavar(self: TyperArgument, ctx: object, *, usage: bool = False) -> str:
+        name = self.metavar or (self.name or "").upper()
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return f"[{name}]" if usage and not self.required else name
+
+    TyperArgument.make_metavar = make_metavar  # type: ignore[method-assign]
+
+
+_plain_argument_help()
+
+app = typer.Typer(
+    name="mcore-diagnose",
+    help=(
+        "Post-mortem analyzer for failed distributed training jobs (Megatron-LM, PyTorch, "
+        "SLURM): names the first failing rank, the cause and a fix.\n\n"
+        "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n\n"
+        "  mcore-diagnose 1234                      # a SLURM job id (scontrol)\n\n"
+        "  mcore-diagnose lint train.sbatch         # check a script first\n\n"
+        "  mcore-diagnose events logs/job-1234/ --by-rank\n\n"
+        "  mcore-diagnose patterns test\n\n"
+        "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n\n"
+        "  mcore-diagnose --version\n\n"
+        "Exit codes: 0 failure diagnosed, 1 failed with unknown cause, 2 no failure found, "
+        "3 nothing could be read, 64 usage error."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"mcore-diagnose {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit.",
+            is_eager=True,
+            callback=_version_callback,
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
+patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")
+app.add_typer(patterns_app, name="patterns")
+app.add_typer(triage_app, name="triage")
+register_lint(app, SUBCOMMANDS)
+
+
+class Format(StrEnum):
+    """Report formats."""
+
+    terminal = "terminal"
+    text = "text"
+    markdown = "markdown"
+    html = "html"
+    json = "json"
+
+
+class TableFormat(StrEnum):
+    """Event table formats."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+PathsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Job directories, log files, or - for standard input.",
+        metavar="PATH...",
+        show_default=False,
+    ),
+]
+PatternsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--patterns",
+        "-p",
+        metavar="PATH",
+        help="Extra pattern file or directory (repeatable); also MCORE_DIAGNOSE_PATTERNS.",
+        show_default=False,
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write to FILE, not standard output."),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show skipped files and the per-rank timeline.")
+]
+ColorOpt = Annotated[
+    ColorChoice,
+    typer.Option(
+        "--color",
+        metavar="WHEN",
+        help=(
+            "Colour the terminal report: auto (only on a terminal; NO_COLOR, FORCE_COLOR, "
+            "CLICOLOR_FORCE and TERM=dumb are honoured), always or never."
+        ),
+        case_sensitive=False,
+    ),
+]
+FR_HELP = "Flight Recorder dumps (*_trace_rank_N) kept outside the job dir (repeatable)."
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", "-j", metavar="N", help="Processes for reading (default: one per core)."
+    ),
+]
+GoodRunOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--baseline",
+        help="A good run of the same job (directory or log file, repeatable): error lines it "
+        "also printed are never taken for the cause of an unknown failure.",
+        show_default=False,
+        metavar="PATH",
+    ),
+]
+
+
+def fail(message: str, code: int = EXIT_UNREADABLE) -> None:
+    """Print one clear line on stderr and exit."""
+    typer.echo(f"mcore-diagnose: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _stdin_to_temp() -> Path:
+    fd, name = tempfile.mkstemp(prefix="mcore-diagnose-stdin-", suffix=".log")
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    return Path(name)
+
+
+def _check_baseline(baseline: list[Path] | None) -> None:
+    for b in baseline or []:
+        if not b.exists():
+            fail(f"--baseline {b}: no such file or directory; give a good run's logs", EXIT_USAGE)
+
+
+def _run(
+    paths: list[str],
+    catalog: Any,
+    workers: int | None,
+    show: bool,
+    *,
+    extra: list[str] | None = None,
+    baseline: list[Path] | None = None,
+    script: Path | None = None,
+    scheduler: Any = None,
+) -> Any:
+    """``analyzer.api.run_job`` on ``paths`` (``-``: standard input, read into a temporary
+    file) and ``extra`` (Flight Recorder dumps), with a progress bar when ``show``."""
+    from analyzer.api import run_job
+    from analyzer.report.progress import progress_callback
+
+    _check_baseline(baseline)
+    tmp: Path | None = None
+    real: list[Path] = []
+    for p in [*paths, *(extra or [])]:
+        if p == "-":
+            tmp = _stdin_to_temp()
+            real.append(tmp)
+        else:
+            real.append(Path(p))
+    try:
+        with progress_callback(show) as cb:
+            return run_job(
+                real,
+                catalog,
+                workers=workers,
+                progress=cb,
+                script=script,
+                baseline=baseline or [],
+                scheduler=scheduler,
+                shown=paths,
+            )
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+
+def _catalog_hint(patterns: list[Path] | None) -> str:
+    from analyzer.catalog.model import ENV_VAR
+
+    if patterns or os.environ.get(ENV_VAR):
+        return f"\nFix the pattern file, or leave out --patterns and {ENV_VAR}."
+    return ""
+
+
+def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:
+    from analyzer.catalog.load import load_catalog
+    from analyzer.catalog.model import CatalogError
+
+    try:
+        return load_catalog(patterns or [], validate=validate)
+    except CatalogError as exc:
+        fail(f"cannot load patterns: {exc}{_catalog_hint(patterns)}", EXIT_USAGE)
