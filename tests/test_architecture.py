@@ -30,3 +30,29 @@ def test_every_stage_is_a_subpackage() -> None:
     subpackage of its stage."""
     top = sorted(p.name for p in (ROOT / "analyzer").glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "api.py", "version.py"]
+
+
+MAX_COMPLEXITY = 20
+MAX_MODULE_LINES = 500
+
+
+def test_no_function_is_too_complex_to_read() -> None:
+    """Every function's cyclomatic complexity is at most 20 (radon's rank C or better): a
+    longer decision is a registry of small rules."""
+    cc = pytest.importorskip("radon.complexity")
+    too = []
+    for path in sorted((ROOT / "analyzer").rglob("*.py")):
+        for block in cc.cc_visit(path.read_text(encoding="utf-8")):
+            if block.complexity > MAX_COMPLEXITY:
+                too.append(f"{path.relative_to(ROOT)}:{block.lineno} {block.name} "
+                           f"{block.complexity}")
+    assert not too, "split these into small functions:\n" + "\n".join(too)
+
+
+def test_no_module_is_too_long_to_read() -> None:
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in sorted((ROOT / "analyzer").rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not long, "split these by job:\n" + "\n".join(long)

@@ -25,7 +25,12 @@ def timeout(rank: int, traceback: str | None = None, **caps: str) -> Event:
 
 def test_every_strategy_is_worded_documented_and_has_a_confidence() -> None:
     assert [s.id for s in STRATEGIES] == [
-        "desync", "op-mismatch", "call-mismatch", "lowest-enqueued", "missing", "none",
+        "desync",
+        "op-mismatch",
+        "call-mismatch",
+        "lowest-enqueued",
+        "missing",
+        "none",
     ]
     for s in STRATEGIES:
         assert s.id in CONFIDENCE and s.doc, s.id
@@ -55,8 +60,11 @@ def test_call_mismatch_from_gloo_tracebacks() -> None:
 
 
 def test_lowest_last_enqueued() -> None:
-    t = [timeout(0, last_enqueued="20"), timeout(1, last_enqueued="19"),
-         timeout(2, last_enqueued="20")]
+    t = [
+        timeout(0, last_enqueued="20"),
+        timeout(1, last_enqueued="19"),
+        timeout(2, last_enqueued="20"),
+    ]
     f = find_culprit(t, set(range(3)))
     assert (f.rank, f.rule, f.detail["others_reached"]) == (1, "lowest-enqueued", 20)
 

@@ -205,6 +205,7 @@ def test_glog_level_candidates_keep_only_e_and_f_lines() -> None:
         _row(1, "candidate", "candidates.logger_error_level", "all good", 1, 1, level="I"),
         _row(1, "candidate", "candidates.logger_error_level", "prefetch lost", 1, 2, level="E"),
     ]
+    rows = [replace(r, tags=frozenset({"level-gated"})) for r in rows]  # the pattern's tag
     _keep, cands = split_candidates(rows)
     assert [r.text for r in cands] == ["prefetch lost"]
 
@@ -220,6 +221,7 @@ def test_baseline_templates_are_never_candidates() -> None:
 def test_crash_lines_take_the_native_crash_family() -> None:
     rows = [_timeout(0, 30, 10), _death(1, 5, 9)]
     cands = [_row(1, "candidate", "candidates.crash", "Check failed: n == 64 (0 vs. 64)", 4, 8)]
+    cands = [replace(r, tags=frozenset({"native-crash"})) for r in cands]  # the pattern's tag
     v, _ = infer(_cascade(), rows, cands, world=4)
     assert (v.category, v.rank, v.pattern_id) == ("native_crash", 1, "candidates.crash")
 

@@ -83,8 +83,38 @@ TAGS: dict[str, str] = {
     "lower confidence",
     "generic-exception": "the catch-all for a Python exception line (`Type: message`): inside "
     "a traceback the reader drops it, the traceback it assembles says more",
+    "workdir-missing": "slurmstepd could not chdir into the job's directory on a node (the `path` "
+    "capture): the launch advisories read it as a worktree not on storage every node sees",
+    "script-missing": "python could not open the training script (the `path` capture): the launch "
+    "advisories read it as a worktree not on storage every node sees",
+    "endpoint-hostname": "the rendezvous endpoint is not a host name (the `endpoint` capture, e.g. "
+    "the raw SLURM node list): the launch advisories tie it to MASTER_ADDR",
+    "venv-build": "uv builds the virtual environment inside the job (creates `.venv`, installs "
+    "packages): the launch advisories say to run `uv sync` once before sbatch",
+    "checkpoint-load": "Megatron loads (or finds no) checkpoint: a line with the `no_checkpoint` "
+    "capture (no metadata file) means training started from random (a launch advisory)",
+    "maxconn-warning": "Megatron warns about CUDA_DEVICE_MAX_CONNECTIONS: the launch advisories "
+    "tie it to the max-connections rule",
+    "megatron-start": "Megatron's start-up progress line (the `value` capture): several lines "
+    "with the `world_init` capture (`> initializing torch distributed`) in one attempt are "
+    "independent worlds (a launch advisory)",
+    "world-size-report": "Megatron prints the world size it runs with (the `world_size` capture): "
+    "the launch advisories compare it with the logs' geometry and the script's allocation",
+    "level-gated": "a candidate that matches any logger message: kept only when the logger "
+    "prefix's level is E or F",
+    "native-crash": "a candidate line of a native crash, abort or panic: a verdict inferred from "
+    "it has category native_crash",
+    "port-in-use": "a store or socket could not bind its port (EADDRINUSE): with several srun "
+    "tasks on one host, the launch advisories read it as several launchers per node",
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
+
+FOLDED_TAGS: frozenset[str] = frozenset(
+    {"venv-build", "checkpoint-load", "maxconn-warning", "megatron-start", "world-size-report"}
+)
+"""Tags of context patterns whose lines code reads as the job's whole set (a launch advisory),
+never line by line: unlike other tagged context lines, a fact said again still folds into
+``repeats`` (see :mod:`analyzer.read.fold`)."""
 
 CAPTURE_TYPES: tuple[str, ...] = ("str", "int", "float", "size", "duration")
 """Declared capture types: ``size`` ("20.00 GiB" → bytes), ``duration`` ("600000ms" → seconds)."""
@@ -125,10 +155,17 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "port": ("int", "a TCP port"),
     "endpoint": ("str", "a rendezvous endpoint (host:port)"),
     "in_use": ("str", "what holds an address already in use"),
+    "tried": (None, "the GPU memory an allocation asked for (CUDA out of memory)"),
+    "total": (None, "the GPU's total memory (CUDA out of memory)"),
+    "free": (None, "the GPU memory free when an allocation failed (CUDA out of memory)"),
     "store_host": ("str", "the host of the rendezvous store (TCPStore) a client reached for"),
     "value": (None, "a logged value: a Megatron argument's, a counter"),
     "arg": ("str", "an argument's name in Megatron's argument block"),
     "iteration": ("int", "a training iteration"),
+    "world_init": ("str", "Megatron's `> initializing torch distributed ...`: a world's rank 0 "
+                   "starts (several in one attempt are independent worlds)"),
+    "no_checkpoint": ("str", "Megatron found no checkpoint to load (`could not find the metadata "
+                      "file`): training starts from random"),
     "world_size": ("int", "the job's world size (also a capture role)"),
     "tp": ("int", "tensor-parallel size"),
     "pp": ("int", "pipeline-parallel size"),

@@ -236,7 +236,6 @@ def _run(
             tmp.unlink(missing_ok=True)
 
 
-
 def _catalog_hint(patterns: list[Path] | None) -> str:
     from analyzer.catalog.model import ENV_VAR
 

@@ -112,118 +112,160 @@ def _evidence_of(lines: list[str]) -> Callable[[Finding], str]:
     return ev
 
 
-def _from_events(
-    rows: list[Event], findings: list[Finding], _script_evidence: Callable[[Finding], str]
-) -> list[Advisory]:
-    by: dict[str, list[Event]] = defaultdict(list)
-    for r in rows:
-        by[r.pattern_id or ""].append(r)
-    out: list[Advisory] = []
+def _tagged(rows: list[Event], tag: str) -> list[Event]:
+    return [r for r in rows if r.tagged(tag)]
 
-    chdir = by.get("launch.slurmstepd.chdir_failed", [])
-    cant = by.get("launch.python.cant_open_file", [])
-    if chdir or cant:
-        f = _finding(findings, "node-local-path", "worktree") or _finding(
-            findings, "node-local-path")
-        paths = sorted({str(r.cap("path")) for r in chdir if r.cap("path")})
-        where = "node(s) " + ", ".join(_nodes(chdir or cant))
-        msg = (f"the job's directory {', '.join(paths)} is missing on {where}: slurmstepd ran the "
-               "tasks from /tmp" if chdir else
-               f"the training script is missing on {where}")
-        if cant:
-            msg += f", and python could not open {cant[0].cap('path')}"
-        msg += "; the worktree is not on storage every node sees"
-        ev = [_where(r) for r in (chdir[:1] + cant[:1])]
-        if f is not None:
-            ev.insert(0, _script_evidence(f))
-        out.append(Advisory("node-local-path", msg, f.fix if f else
-                            "cd into a Megatron-LM worktree on shared storage (NFS, Lustre) "
-                            "in the sbatch script", ev, "error", patterns=(
-                                "launch.slurmstepd.chdir_failed",
-                                "launch.python.cant_open_file")))
 
-    ep = by.get("launch.rendezvous.endpoint_hostname", [])
-    if ep:
-        f = _finding(findings, "master-addr")
-        endpoint = str(ep[0].cap("endpoint") or "")
-        raw = "[" in endpoint or "," in endpoint
-        msg = (f"the rendezvous endpoint {endpoint} is the raw SLURM node list"
-               if raw else f"the rendezvous endpoint {endpoint} is not a host name")
-        msg += f" (on {len(_nodes(ep))} node(s)): MASTER_ADDR is not taken from scontrol"
-        ev = ([_script_evidence(f)] if f else []) + [_where(r) for r in ep[:2]]
-        out.append(Advisory("master-addr", msg, f.fix if f else
-                            'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
-                            "| head -n1)", ev, "error",
-                            patterns=("launch.rendezvous.endpoint_hostname",)))
+def _ids(rows: Iterable[Event]) -> tuple[str, ...]:
+    """The pattern ids of ``rows``, once each, in order (an advisory's evidence patterns)."""
+    return tuple(dict.fromkeys(str(r.pattern_id) for r in rows))
 
-    uv = by.get("launch.uv.creating_venv", []) + by.get("launch.uv.installed_packages", [])
-    if uv:
-        f = _finding(findings, "uv-sync")
-        n = len(_nodes(uv))
-        msg = (f"uv built the virtual environment inside the job on {n} node(s) "
-               "(`Creating virtual environment`, `Installed N packages`): every run pays for it, "
-               "and nodes racing on one .venv can break it")
-        ev = ([_script_evidence(f)] if f else []) + [_where(r) for r in uv[:3]]
-        out.append(Advisory("uv-sync", msg, f.fix if f else
-                            "run `uv sync` once before sbatch; use `uv run --no-sync` under srun",
-                            ev))
 
-    missing = [r for r in by.get("megatron.ctx.checkpoint_load", [])
-               if "could not find the metadata file" in (r.text or "")]
-    if missing:
-        f = _finding(findings, "node-local-path", "--load") or _finding(
-            findings, "node-local-path", "--save")
-        path = missing[0].cap("path")
-        msg = (f"Megatron found no checkpoint ({path}) and started from random: training "
-               "restarted from iteration 1")
-        if f is not None:
-            msg += "; --load/--save are on node-local storage, so a requeue on other nodes "\
-                "finds nothing"
-        ev = ([_script_evidence(f)] if f else []) + [_where(r) for r in missing[:1]]
-        out.append(Advisory("node-local-path" if f else "restart-from-scratch", msg,
-                            f.fix if f else "check --load points at the directory --save "
-                            "wrote, on shared storage; add --exit-on-missing-checkpoint to "
-                            "fail instead of starting over", ev))
+def _script_ev(f: Finding | None, script_evidence: Callable[[Finding], str]) -> list[str]:
+    return [script_evidence(f)] if f is not None else []
 
-    warn = by.get("megatron.ctx.maxconn_warning", [])
-    if warn:
-        f = _finding(findings, "max-connections")
-        out.append(Advisory(
-            "max-connections",
-            "Megatron warned about CUDA_DEVICE_MAX_CONNECTIONS: the parallelism settings want "
-            "conflicting values, so one of them runs slower",
-            f.fix if f else "pick the value for the parallelism you favour (1 for TP/CP, 32 for "
-            "MoE overlap, unset or > 1 for FSDP)",
-            ([_script_evidence(f)] if f else []) + [_where(r) for r in warn[:1]],
-        ))
 
-    starts = [r for r in by.get("megatron.ctx.startup", [])
-              if str(r.cap("value") or "").startswith("> initializing torch distributed")]
+def _worktree(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """A failed chdir or a training script python could not open: the worktree is not shared."""
+    chdir = _tagged(rows, "workdir-missing")
+    cant = _tagged(rows, "script-missing")
+    if not (chdir or cant):
+        return None
+    f = _finding(findings, "node-local-path", "worktree") or _finding(
+        findings, "node-local-path")
+    paths = sorted({str(r.cap("path")) for r in chdir if r.cap("path")})
+    where = "node(s) " + ", ".join(_nodes(chdir or cant))
+    msg = (f"the job's directory {', '.join(paths)} is missing on {where}: slurmstepd ran the "
+           "tasks from /tmp" if chdir else
+           f"the training script is missing on {where}")
+    if cant:
+        msg += f", and python could not open {cant[0].cap('path')}"
+    msg += "; the worktree is not on storage every node sees"
+    ev = _script_ev(f, script_evidence) + [_where(r) for r in (chdir[:1] + cant[:1])]
+    return Advisory("node-local-path", msg, f.fix if f else
+                    "cd into a Megatron-LM worktree on shared storage (NFS, Lustre) "
+                    "in the sbatch script", ev, "error", patterns=_ids(chdir + cant))
+
+
+def _endpoint(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """The rendezvous endpoint is the raw node list (or no host name at all)."""
+    ep = _tagged(rows, "endpoint-hostname")
+    if not ep:
+        return None
+    f = _finding(findings, "master-addr")
+    endpoint = str(ep[0].cap("endpoint") or "")
+    raw = "[" in endpoint or "," in endpoint
+    msg = (f"the rendezvous endpoint {endpoint} is the raw SLURM node list"
+           if raw else f"the rendezvous endpoint {endpoint} is not a host name")
+    msg += f" (on {len(_nodes(ep))} node(s)): MASTER_ADDR is not taken from scontrol"
+    ev = _script_ev(f, script_evidence) + [_where(r) for r in ep[:2]]
+    return Advisory("master-addr", msg, f.fix if f else
+                    'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" '
+                    "| head -n1)", ev, "error", patterns=_ids(ep))
+
+
+def _venv(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """uv built the virtual environment inside the job."""
+    # the venvs created (a `path`) first, then the packages installed
+    uv = sorted(_tagged(rows, "venv-build"), key=lambda r: r.cap("path") is None)
+    if not uv:
+        return None
+    f = _finding(findings, "uv-sync")
+    n = len(_nodes(uv))
+    msg = (f"uv built the virtual environment inside the job on {n} node(s) "
+           "(`Creating virtual environment`, `Installed N packages`): every run pays for it, "
+           "and nodes racing on one .venv can break it")
+    ev = _script_ev(f, script_evidence) + [_where(r) for r in uv[:3]]
+    return Advisory("uv-sync", msg, f.fix if f else
+                    "run `uv sync` once before sbatch; use `uv run --no-sync` under srun", ev)
+
+
+def _fresh_start(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """Megatron found no checkpoint and started from random."""
+    missing = [r for r in _tagged(rows, "checkpoint-load") if r.cap("no_checkpoint")]
+    if not missing:
+        return None
+    f = _finding(findings, "node-local-path", "--load") or _finding(
+        findings, "node-local-path", "--save")
+    path = missing[0].cap("path")
+    msg = (f"Megatron found no checkpoint ({path}) and started from random: training "
+           "restarted from iteration 1")
+    if f is not None:
+        msg += "; --load/--save are on node-local storage, so a requeue on other nodes "\
+            "finds nothing"
+    ev = _script_ev(f, script_evidence) + [_where(r) for r in missing[:1]]
+    return Advisory("node-local-path" if f else "restart-from-scratch", msg,
+                    f.fix if f else "check --load points at the directory --save "
+                    "wrote, on shared storage; add --exit-on-missing-checkpoint to "
+                    "fail instead of starting over", ev)
+
+
+def _maxconn(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """Megatron warned about CUDA_DEVICE_MAX_CONNECTIONS."""
+    warn = _tagged(rows, "maxconn-warning")
+    if not warn:
+        return None
+    f = _finding(findings, "max-connections")
+    return Advisory(
+        "max-connections",
+        "Megatron warned about CUDA_DEVICE_MAX_CONNECTIONS: the parallelism settings want "
+        "conflicting values, so one of them runs slower",
+        f.fix if f else "pick the value for the parallelism you favour (1 for TP/CP, 32 for "
+        "MoE overlap, unset or > 1 for FSDP)",
+        _script_ev(f, script_evidence) + [_where(r) for r in warn[:1]],
+    )
+
+
+def _worlds(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> Advisory | None:
+    """Several rank-0 outputs in one attempt: independent worlds."""
+    starts = [r for r in _tagged(rows, "megatron-start") if r.cap("world_init")]
     worlds: dict[Any, set[Any]] = defaultdict(set)
     for r in starts:
         worlds[r.attempt].add((r.host, r.node_index, r.file))
     many = {k: v for k, v in worlds.items() if len(v) > 1}
-    if many:
-        f = _finding(findings, "worker-group")
-        n = max(len(v) for v in many.values())
-        out.append(Advisory(
-            "worker-group",
-            f"{n} rank-0 outputs in one run: the nodes started {n} independent worlds, each "
-            "training its own copy of the model",
-            f.fix if f else '--nnodes "$NNODES" --node-rank "$SLURM_NODEID" --master-addr '
-            '"$MASTER_ADDR" (no --standalone)',
-            ([_script_evidence(f)] if f else []) + [_where(r) for r in starts[:n]],
-        ))
-    return out
+    if not many:
+        return None
+    f = _finding(findings, "worker-group")
+    n = max(len(v) for v in many.values())
+    return Advisory(
+        "worker-group",
+        f"{n} rank-0 outputs in one run: the nodes started {n} independent worlds, each "
+        "training its own copy of the model",
+        f.fix if f else '--nnodes "$NNODES" --node-rank "$SLURM_NODEID" --master-addr '
+        '"$MASTER_ADDR" (no --standalone)',
+        _script_ev(f, script_evidence) + [_where(r) for r in starts[:n]],
+    )
+
+
+_FROM_EVENTS = (_worktree, _endpoint, _venv, _fresh_start, _maxconn, _worlds)
+"""The advisories the events alone can raise, in their order in the report."""
+
+
+def _from_events(
+    rows: list[Event], findings: list[Finding], script_evidence: Callable[[Finding], str]
+) -> list[Advisory]:
+    found = (advise(rows, findings, script_evidence) for advise in _FROM_EVENTS)
+    return [a for a in found if a is not None]
 
 
 def _megatron_world_size(rows: list[Event]) -> int | None:
     """The world size Megatron printed (``using world size: N``), if it did."""
-    for r in rows:
-        if r.pattern_id == "megatron.ctx.world_size" and str(
-            r.cap("world_size") or ""
-        ).isdigit():
-            return int(r.cap("world_size") or 0)
+    for r in _tagged(rows, "world-size-report"):
+        ws = r.role_of("world_size") or ""
+        if ws.isdigit():
+            return int(ws)
     return None
 
 
@@ -310,18 +352,21 @@ def _shown(path: Path, paths: Sequence[Path]) -> str:
     return str(path)
 
 
-def launch_advisories(
-    rows: list[Event],
-    verdict_category: str,
-    paths: Sequence[Path],
-    script: Path | None = None,
-    cfg: LintConfig | None = None,
-    verdict_pattern: str | None = None,
-    geometry: tuple[int | None, int | None] = (None, None),
-    gpu_name: str | None = None,
-    task_hosts: dict[int, str] | None = None,
-) -> tuple[list[Advisory], str | None]:
-    """Advisories for one job, and the script they used (None when there was none)."""
+@dataclass
+class _Script:
+    """The job's batch script as the advisories use it (all empty when there is none)."""
+
+    path: Path | None
+    text: str | None
+    findings: list[Finding]
+    evidence: Callable[[Finding], str]
+    job: Any
+
+
+def _read_lint(
+    paths: Sequence[Path], script: Path | None, cfg: LintConfig | None, gpu_name: str | None
+) -> _Script:
+    """Find, read, lint and parse the job's batch script."""
     from analyzer.lint.job import read_job
     from analyzer.lint.script import parse_script
 
@@ -334,40 +379,59 @@ def launch_advisories(
         cfg = replace(cfg, gpu_hint=gpu_name)
     path = script or find_script(paths)
     text = read_script(path) if path is not None else None
-    shown = _shown(path, paths) if path is not None else ""
-    findings = lint_text(text, shown, cfg) if text is not None else []
-    ev = _evidence_of(text.replace("\r\n", "\n").split("\n") if text is not None else [])
-    job = read_job(parse_script(text, str(path))) if text is not None else None
-    out = _from_events(rows, findings, ev)
+    if path is None or text is None:
+        return _Script(path, None, [], _evidence_of([]), None)
+    findings = lint_text(text, _shown(path, paths), cfg)
+    ev = _evidence_of(text.replace("\r\n", "\n").split("\n"))
+    return _Script(path, text, findings, ev, read_job(parse_script(text, str(path))))
+
+
+def _port_in_use(rows: list[Event], sc: _Script,
+                 task_hosts: dict[int, str] | None) -> Advisory | None:
+    """Several srun tasks on one host, and the second launcher's store port was in use."""
     shared = _shared_hosts(task_hosts or {})
-    inuse = [r for r in rows if str(r.pattern_id or "").endswith(
-        ("eaddrinuse", "eaddrinuse_libuv", "eaddrinuse_python"))]
-    tpn = _finding(findings, "tasks-per-node")
-    if shared and inuse and (text is None or tpn is not None):
-        host, tasks = next(iter(shared.items()))
-        out.append(Advisory(
-            "tasks-per-node",
-            f"srun tasks {', '.join(map(str, tasks))} ran on the same host {host}: several "
-            "launchers per node, and the second one's store port was already in use "
-            "(EADDRINUSE)",
-            tpn.fix if tpn else "#SBATCH --ntasks-per-node=1",
-            ([ev(tpn)] if tpn else []) + [_where(r) for r in inuse[:1]],
-            "error",
-            patterns=tuple(sorted({str(r.pattern_id) for r in inuse})),
-        ))
-    ws = _world_size(_megatron_world_size(rows), job, geometry)
+    inuse = _tagged(rows, "port-in-use")
+    tpn = _finding(sc.findings, "tasks-per-node")
+    if not (shared and inuse and (sc.text is None or tpn is not None)):
+        return None
+    host, tasks = next(iter(shared.items()))
+    return Advisory(
+        "tasks-per-node",
+        f"srun tasks {', '.join(map(str, tasks))} ran on the same host {host}: several "
+        "launchers per node, and the second one's store port was already in use "
+        "(EADDRINUSE)",
+        tpn.fix if tpn else "#SBATCH --ntasks-per-node=1",
+        ([sc.evidence(tpn)] if tpn else []) + [_where(r) for r in inuse[:1]],
+        "error",
+        patterns=tuple(sorted({str(r.pattern_id) for r in inuse})),
+    )
+
+
+def _add_world_size(out: list[Advisory], ws: Advisory | None) -> None:
+    """The world-size advisory, merged into the worker-group one when there is one."""
+    if ws is None:
+        return
     group = next((a for a in out if a.rule == "worker-group"), None)
-    if ws is not None and group is not None:
+    if group is not None:
         group.evidence += ws.evidence
-    elif ws is not None:
+    else:
         out.append(ws)
+
+
+def _add_findings(out: list[Advisory], sc: _Script) -> None:
+    """An advisory for each script finding (not a note) whose rule none says yet."""
     covered = {a.rule for a in out}
-    for f in findings:
+    for f in sc.findings:
         if f.severity == "note" or f.rule in covered:
             continue
         covered.add(f.rule)
         out.append(Advisory(f.rule, f"the batch script breaks a launch rule: {f.message}",
-                            f.fix, [ev(f)], f.severity))
+                            f.fix, [sc.evidence(f)], f.severity))
+
+
+def _mark_verdict(out: list[Advisory], rows: list[Event], verdict_category: str,
+                  verdict_pattern: str | None) -> None:
+    """Mark the advisories that explain the verdict; the verdict's line is their evidence."""
     tied = VERDICT_RULES.get(verdict_category, frozenset())
     verdict_rows = [r for r in rows if verdict_pattern and r.pattern_id == verdict_pattern]
     for a in out:
@@ -375,5 +439,27 @@ def launch_advisories(
                                                 verdict_pattern in a.patterns)
         if a.explains_verdict and not a.patterns and verdict_rows:
             a.evidence.append(_where(verdict_rows[0]))
+
+
+def launch_advisories(
+    rows: list[Event],
+    verdict_category: str,
+    paths: Sequence[Path],
+    script: Path | None = None,
+    cfg: LintConfig | None = None,
+    verdict_pattern: str | None = None,
+    geometry: tuple[int | None, int | None] = (None, None),
+    gpu_name: str | None = None,
+    task_hosts: dict[int, str] | None = None,
+) -> tuple[list[Advisory], str | None]:
+    """Advisories for one job, and the script they used (None when there was none)."""
+    sc = _read_lint(paths, script, cfg, gpu_name)
+    out = _from_events(rows, sc.findings, sc.evidence)
+    port = _port_in_use(rows, sc, task_hosts)
+    if port is not None:
+        out.append(port)
+    _add_world_size(out, _world_size(_megatron_world_size(rows), sc.job, geometry))
+    _add_findings(out, sc)
+    _mark_verdict(out, rows, verdict_category, verdict_pattern)
     out.sort(key=lambda a: (not a.explains_verdict, a.severity != "error"))
-    return out, (str(path) if text is not None else None)
+    return out, (str(sc.path) if sc.text is not None else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import regex
@@ -81,7 +82,8 @@ def _oom(row: Event, facts: JobFacts) -> str:
         steps.insert(
             0, "check for a second process on that GPU (a stale job or two ranks on one device)"
         )
-    figures = ", ".join(f"{k} {row.cap(k)}" for k in ("tried", "total", "free") if row.cap(k))
+    sizes = (("tried", row.cap("tried")), ("total", row.cap("total")), ("free", row.cap("free")))
+    figures = ", ".join(f"{k} {v}" for k, v in sizes if v)
     rank = row.rank
     head = f"Rank {rank}" if rank is not None else "The rank that ran out of memory"
     if figures:
@@ -89,6 +91,27 @@ def _oom(row: Event, facts: JobFacts) -> str:
     if par:
         head += f" with {par}"
     return head + ": " + "; ".join(steps) + "."
+
+
+def _heads_fix(heads: int, tp: int | None, pp: int, cp: int, ws: int | None) -> str:
+    ok = [d for d in _divisors(heads) if not ws or ws % (d * pp * cp) == 0]
+    return (
+        f"num_attention_heads={heads} is not divisible by tensor-model-parallel size "
+        f"{tp}. Use --tensor-model-parallel-size in {ok} (divides {heads} heads"
+        + (f" and the world size {ws}" if ws else "")
+        + f"), or change --num-attention-heads to a multiple of {tp}."
+    )
+
+
+def _world_fix(ws: int, tp: int | None, pp: int, cp: int) -> str:
+    model = (tp or 1) * pp * cp
+    ok_tp = [d for d in _divisors(ws) if ws % (d * pp * cp) == 0]
+    return (
+        f"World size {ws} is not divisible by TP×PP×CP = {tp or 1}×{pp}×{cp} = {model}. "
+        f"With PP={pp}, CP={cp} valid --tensor-model-parallel-size values are {ok_tp}; or "
+        f"change the node count so that the world size is a multiple of {model} "
+        f"(e.g. {model * max(1, -(-ws // model))} GPUs)."
+    )
 
 
 def _config(row: Event, facts: JobFacts, geo: Geometry, base: str) -> str:
@@ -99,22 +122,9 @@ def _config(row: Event, facts: JobFacts, geo: Geometry, base: str) -> str:
     cp = _int(row.cap("cp")) or _int(facts.get("cp")) or 1
     heads = _int(row.cap("heads")) or _int(facts.get("heads"))
     if ("heads" in text or "num_attention_heads" in text) and heads:
-        ok = [d for d in _divisors(heads) if not ws or ws % (d * pp * cp) == 0]
-        return (
-            f"num_attention_heads={heads} is not divisible by tensor-model-parallel size "
-            f"{tp}. Use --tensor-model-parallel-size in {ok} (divides {heads} heads"
-            + (f" and the world size {ws}" if ws else "")
-            + f"), or change --num-attention-heads to a multiple of {tp}."
-        )
+        return _heads_fix(heads, tp, pp, cp, ws)
     if ws and ("world" in text or "world_size" in text):
-        model = (tp or 1) * pp * cp
-        ok_tp = [d for d in _divisors(ws) if ws % (d * pp * cp) == 0]
-        return (
-            f"World size {ws} is not divisible by TP×PP×CP = {tp or 1}×{pp}×{cp} = {model}. "
-            f"With PP={pp}, CP={cp} valid --tensor-model-parallel-size values are {ok_tp}; or "
-            f"change the node count so that the world size is a multiple of {model} "
-            f"(e.g. {model * max(1, -(-ws // model))} GPUs)."
-        )
+        return _world_fix(ws, tp, pp, cp)
     return base
 
 
@@ -152,63 +162,91 @@ def _max_connections(row: Event, facts: JobFacts) -> str:
     )
 
 
-def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    """The fix for this event, specific to the job where the category allows."""
-    cat = row.category
-    if cat == "cuda_oom":
-        return merge_fix(_oom(row, facts), base)
-    if cat == "config":
-        return merge_fix(_config(row, facts, geo, base), base)
-    if cat == "cuda_device_max_connections":
-        return merge_fix(_max_connections(row, facts), base)
-    if cat == "import_error":
-        node = row.node
-        return compose(
-            base,
-            (
-                "torch.distributed.run",
-                "Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
-            ),
-            ("uv sync", "Run `uv sync` once before sbatch."),
-            (
-                "worktree",
-                "Check PYTHONPATH and that the worktree and its .venv are on storage every "
-                "node sees"
-                + (f" (the error was printed on node {node})." if node is not None else "."),
-            ),
-        )
-    if cat == "rendezvous":
-        store = row.cap("store_host") or row.cap("addr")
-        port = row.cap("port")
-        extra: list[tuple[str, str]] = []
-        if port:
-            where = f" on {store}" if store else " on the master host"
-            extra.append(
-                (
-                    f"port {port} is free",
-                    f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
-                )
-            )
+def _fix_oom(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    return merge_fix(_oom(row, facts), base)
+
+
+def _fix_config(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    return merge_fix(_config(row, facts, geo, base), base)
+
+
+def _fix_max_connections(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    return merge_fix(_max_connections(row, facts), base)
+
+
+def _fix_import(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    node = row.node
+    return compose(
+        base,
+        (
+            "torch.distributed.run",
+            "Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
+        ),
+        ("uv sync", "Run `uv sync` once before sbatch."),
+        (
+            "worktree",
+            "Check PYTHONPATH and that the worktree and its .venv are on storage every "
+            "node sees"
+            + (f" (the error was printed on node {node})." if node is not None else "."),
+        ),
+    )
+
+
+def _fix_rendezvous(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    store = row.cap("store_host") or row.cap("addr")
+    port = row.cap("port")
+    extra: list[tuple[str, str]] = []
+    if port:
+        where = f" on {store}" if store else " on the master host"
         extra.append(
             (
-                "first host of the allocation",
-                "MASTER_ADDR must be the first host of the allocation "
-                "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).",
+                f"port {port} is free",
+                f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
             )
         )
-        extra.append(("MASTER_PORT", "Every node must get the same MASTER_PORT."))
-        return compose(base, *extra)
-    if cat == "hardware":
-        node = row.node or row.host
-        if node:
-            return (
-                f"{base} Drain the node: `scontrol update NodeName={node} State=DRAIN "
-                f'Reason="GPU fault"` and resubmit excluding it (`--exclude={node}`).'
-            ).strip()
-    if cat == "collective_timeout":
-        return (
-            "Look at the culprit rank's own log for what it was doing; rerun with "
-            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)"
-            " and NCCL_DEBUG=WARN to see where each rank stopped. " + base
-        ).strip()
-    return base
+    extra.append(
+        (
+            "first host of the allocation",
+            "MASTER_ADDR must be the first host of the allocation "
+            "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).",
+        )
+    )
+    extra.append(("MASTER_PORT", "Every node must get the same MASTER_PORT."))
+    return compose(base, *extra)
+
+
+def _fix_hardware(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    node = row.node or row.host
+    if not node:
+        return base
+    return (
+        f"{base} Drain the node: `scontrol update NodeName={node} State=DRAIN "
+        f'Reason="GPU fault"` and resubmit excluding it (`--exclude={node}`).'
+    ).strip()
+
+
+def _fix_collective_timeout(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    return (
+        "Look at the culprit rank's own log for what it was doing; rerun with "
+        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)"
+        " and NCCL_DEBUG=WARN to see where each rank stopped. " + base
+    ).strip()
+
+
+_FIXES: dict[str, Callable[[Event, str, JobFacts, Geometry], str]] = {
+    "cuda_oom": _fix_oom,
+    "config": _fix_config,
+    "cuda_device_max_connections": _fix_max_connections,
+    "import_error": _fix_import,
+    "rendezvous": _fix_rendezvous,
+    "hardware": _fix_hardware,
+    "collective_timeout": _fix_collective_timeout,
+}
+"""The fix of each category that the job's own numbers make specific (others keep the
+catalog's)."""
+
+
+def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+    """The fix for this event, specific to the job where the category allows."""
+    fix = _FIXES.get(row.category)
+    return fix(row, base, facts, geo) if fix is not None else base

@@ -35,12 +35,11 @@ ROLE = "candidate"
 SKEW = timedelta(seconds=2)
 DEATH_WINDOW = timedelta(minutes=5)
 """A candidate this long (or less) before its rank's death is "near" it."""
-_LEVEL_ONLY = "candidates.logger_error_level"
-"""Matches any message: kept only when the logger prefix says E or F."""
 DEATH_TAG = "death-record"
 """The tag of a launcher's or scheduler's record of a process death (an exit code, a signal)."""
-_FAMILY = {"candidates.crash": "native_crash", "candidates.abort_panic": "native_crash"}
-"""Candidate patterns whose line family a catalog category names (a crash, an abort)."""
+_FAMILY = {"native-crash": "native_crash"}
+"""Tags of candidate patterns whose line family a catalog category names (a crash, an
+abort): tag -> the inferred verdict's category."""
 _CASCADES = ("collective_timeout", "unknown")
 _SYMPTOM_ONLY = ("network", "nccl_error")
 
@@ -105,9 +104,9 @@ def _as_traceback(r: Event) -> Event:
     """The reader's event for a traceback no catalog pattern claims (``python.traceback``):
     a root with the exception line's type and message, a symptom when the traceback was cut
     before its exception line."""
-    from analyzer.read.file import EXC_LINE, TRACEBACK_PATTERN, TRACEBACK_START
+    from analyzer.read.file import EXC_LINE, TRACEBACK_START, traceback_pattern
 
-    p = TRACEBACK_PATTERN
+    p = traceback_pattern()
     body = (r.traceback or "").splitlines()
     last = body[-1] if len(body) > 1 else ""
     stripped = last.strip()
@@ -138,7 +137,7 @@ def _as_traceback(r: Event) -> Event:
 
 
 def _is_error_line(r: Event) -> bool:
-    if r.pattern_id != _LEVEL_ONLY:
+    if not r.tagged("level-gated"):
         return True
     return (r.level or "") in ("E", "F")
 
@@ -199,9 +198,7 @@ def rank_templates(
     """
     active = [r for r in rows if r.role in ("root", "symptom")]
     t0 = min((r.time for r in active if r.time is not None), default=None)
-    seen_ranks = {r.rank for r in rows if r.rank is not None}
-    n = world or len(seen_ranks) or 1
-    few = max(1, n // 4)
+    few = _few_ranks(rows, world)
     deaths = [r for r in active if r.tagged(DEATH_TAG)]
     out = []
     for g in templates:
@@ -212,15 +209,28 @@ def rank_templates(
         g.before_cascade = t0 is None or ft is None or ft <= t0 + SKEW
         if not g.before_cascade:
             continue
-        g.near_death = any(
-            d.rank in g.ranks
-            and (ft is None or d.time is None or ft - SKEW <= d.time <= ft + DEATH_WINDOW)
-            for d in deaths
-        )
+        g.near_death = _died_near(g.ranks, ft, deaths)
         out.append(g)
     return sorted(
         out,
         key=lambda g: (not g.near_death, len(g.ranks), g.first.time or datetime.max),
+    )
+
+
+def _few_ranks(rows: list[Event], world: int | None) -> int:
+    """The most ranks a template may be printed on: a quarter of the world (or of the ranks
+    seen), at least one."""
+    seen_ranks = {r.rank for r in rows if r.rank is not None}
+    n = world or len(seen_ranks) or 1
+    return max(1, n // 4)
+
+
+def _died_near(ranks: set[int], ft: datetime | None, deaths: list[Event]) -> bool:
+    """Whether one of ``ranks`` died from 2 s before ``ft`` to ``DEATH_WINDOW`` after it."""
+    return any(
+        d.rank in ranks
+        and (ft is None or d.time is None or ft - SKEW <= d.time <= ft + DEATH_WINDOW)
+        for d in deaths
     )
 
 
@@ -282,7 +292,7 @@ def _inferred(
     if death_rows:
         ev.append(_evidence(min(death_rows, key=_order)))
     out = Verdict(
-        category=_FAMILY.get(r.pattern_id, "unknown"),
+        category=_family(r),
         cause=cause,
         fix=fix,
         confidence=0.5 if g.near_death else 0.4,
@@ -300,6 +310,11 @@ def _inferred(
     )
     out.unknown = g.as_dict(n, baseline)
     return out
+
+
+def _family(r: Event) -> str:
+    """The inferred verdict's category: the family the candidate's tags name, else unknown."""
+    return next((cat for tag, cat in _FAMILY.items() if r.tagged(tag)), "unknown")
 
 
 def _evidence(r: Event) -> Evidence:

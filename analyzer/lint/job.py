@@ -3,7 +3,8 @@
 :func:`read_job` walks the parsed commands in order (assignments, ``export``, ``cd``, ``uv
 sync``, ``srun``), follows ``bash -c`` bodies under ``srun``, and finds each worker-group
 launcher (``torchrun``, ``python -m torch.distributed.run|launch``, with or without ``uv run``)
-with its own options and the training script's (Megatron's) arguments.
+with its own options and the training script's (Megatron's) arguments
+(:mod:`analyzer.lint.launcher`).
 """
 
 from __future__ import annotations
@@ -11,61 +12,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from analyzer.lint.script import (
-    Command,
-    Env,
-    Field,
-    Script,
-    Var,
-    Word,
-    parse_options,
-    tokenize,
-)
+from analyzer.lint.expand import Env, Field, Var
+from analyzer.lint.launcher import Launcher, Step, find_launcher
+from analyzer.lint.lexer import Command, Word, tokenize
+from analyzer.lint.script import Script, parse_options
 
 _EXPORTERS = {"export", "declare", "typeset", "readonly", "local"}
-_PYTHON = re.compile(r"(^|/)python[0-9.]*$")
-_LAUNCH_FLAGS = {"standalone", "no-python", "module", "m", "run-path"}
-_UV_VALUE_OPTS = {
-    "project", "directory", "with", "python", "p", "extra", "group", "env-file", "package",
-    "index", "index-url", "extra-index-url", "only-group", "with-requirements", "cache-dir",
-    "config-file", "no-group", "with-editable",
-}
 _SHELLS = re.compile(r"(^|/)(bash|sh|zsh|dash)$")
 _MAY_LAUNCH = re.compile(r"torch|python|srun|\buv\b|\bbash\b|\bsh\b")
 _GPU_GRES = re.compile(r"^gpu(?::([A-Za-z][\w.-]*))?(?::(\d+))?")
-
-
-@dataclass
-class Step:
-    """One command as it runs: expanded fields and the environment at that point."""
-
-    cmd: Command
-    fields: list[Field]
-    env: Env
-    prefix: dict[str, Field]
-    in_srun: bool = False
-
-
-@dataclass
-class Launcher:
-    """A worker-group launcher found in the script."""
-
-    kind: str  # "torchrun", "run" (python -m torch.distributed.run), "launch"
-    uv: bool
-    uv_opts: list[str]
-    first: Field  # where the launcher starts (uv, torchrun or the interpreter)
-    python: Field | None
-    opts: dict[str, Field]  # launcher option -> value ("" for a flag), names with dashes
-    script: Field | None
-    args: dict[str, Field]  # the training script's options (Megatron), names with dashes
-    step: Step
-
-    def env_value(self, name: str) -> Field | None:
-        """The value ``name`` has when the launcher starts (prefix assignment or variable)."""
-        if name in self.step.prefix:
-            return self.step.prefix[name]
-        var = self.step.env.get(name)
-        return var.fields[0] if var is not None and var.fields else None
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+_SRUN_FLAGS = {
+    "label", "l", "exclusive", "overlap", "unbuffered", "u", "no-kill", "K", "verbose", "v",
+    "quiet", "Q", "container-remap-root", "no-container-remap-root", "container-mount-home",
+    "no-container-mount-home", "container-writable", "no-container-entrypoint",
+    "kill-on-bad-exit", "X", "pty",
+}
+_SRUN_SHORT = {"N": "nodes", "n": "ntasks", "G": "gpus", "C": "constraint", "D": "chdir",
+               "o": "output", "e": "error", "p": "partition", "c": "cpus-per-task"}
 
 
 @dataclass
@@ -168,142 +132,89 @@ class Job:
 
 
 def _is_assignment(w: Word) -> bool:
-    return bool(w.parts) and w.parts[0][0] == "u" and re.match(
-        r"^[A-Za-z_][A-Za-z0-9_]*\+?=", w.parts[0][1]
-    ) is not None
+    return bool(w.parts) and w.parts[0][0] == "u" and _ASSIGNMENT.match(w.parts[0][1]) is not None
 
 
-def _uv_run_before(vals: list[str], k: int) -> int | None:
-    """Index of ``uv`` when ``vals[k]`` is preceded by ``uv run [uv options]``, else None."""
-    for j in range(k - 1, 0, -1):
-        if vals[j] == "run" and vals[j - 1].rsplit("/", 1)[-1] == "uv":
-            between = vals[j + 1 : k]
-            i = 0
-            while i < len(between):
-                tok = between[i]
-                if not tok.startswith("-"):
-                    return None
-                name = tok.lstrip("-").split("=", 1)[0]
-                i += 2 if name in _UV_VALUE_OPTS and "=" not in tok else 1
-            return j - 1
-        if not vals[j].startswith("-") and not (j > 0 and vals[j - 1].lstrip("-") in
-                                                 _UV_VALUE_OPTS):
-            return None
-    return None
+def _leading_assignments(words: list[Word]) -> int:
+    """How many of ``words`` are ``NAME=value`` assignments before the command name."""
+    k = 0
+    while k < len(words) and _is_assignment(words[k]):
+        k += 1
+    return k
 
 
-def _find_launcher(fields: list[Field], step: Step) -> Launcher | None:
-    vals = [f.value for f in fields]
-    for k, v in enumerate(vals):
-        base = v.rsplit("/", 1)[-1]
-        kind = None
-        python = None
-        start = k
-        opts_at = k + 1
-        if base == "torchrun":
-            kind = "torchrun"
-        elif _PYTHON.search(v) or v in ("$PYTHON", "${PYTHON}"):
-            j = k + 1
-            while j < len(vals) and vals[j].startswith("-") and vals[j] != "-m":
-                j += 1
-            if j + 1 < len(vals) and vals[j] == "-m" and vals[j + 1] in (
-                "torch.distributed.run", "torch.distributed.launch"
-            ):
-                kind = "run" if vals[j + 1].endswith(".run") else "launch"
-                python = fields[k]
-                opts_at = j + 2
-        if kind is None:
+def _prefix_assignments(words: list[Word], env: Env, cond: bool) -> dict[str, Field]:
+    """``NAME=value cmd``: the values the prefix ``words`` give ``cmd`` (``env`` unchanged)."""
+    prefix: dict[str, Field] = {}
+    scratch = env.copy() if words else env
+    for w in words:
+        v = scratch.assign(w, exported=True, conditional=cond)
+        if v is not None and v.fields:
+            prefix[v.name] = v.fields[0]
+    return prefix
+
+
+def _export(words: list[Word], env: Env, cond: bool) -> None:
+    """Apply ``export``/``declare``/... ``words`` (the command name first) to ``env``."""
+    args = words[1:]
+    exported = words[0].raw == "export" or any(w.raw.startswith("-") and "x" in w.raw
+                                               for w in args)
+    for w in args:
+        if w.raw.startswith("-"):
             continue
-        uv, uv_opts = False, []
-        found = _uv_run_before(vals, k)
-        if found is not None:
-            uv, uv_opts, start = True, vals[found + 2 : k], found
-        opts: dict[str, Field] = {}
-        i = opts_at
-        while i < len(vals) and vals[i].startswith("-"):
-            name, eq, value = vals[i].lstrip("-").partition("=")
-            name = name.replace("_", "-")
-            if eq:
-                opts[name] = Field(value, fields[i].line, fields[i].symbolic)
-            elif name in _LAUNCH_FLAGS or i + 1 >= len(vals):
-                opts[name] = Field("", fields[i].line)
-            else:
-                opts[name] = fields[i + 1]
-                i += 1
-            i += 1
-        script = fields[i] if i < len(vals) else None
-        args: dict[str, Field] = {}
-        i += 1
-        while i < len(vals):
-            v = vals[i]
-            if v.startswith("--"):
-                name, eq, value = v[2:].partition("=")
-                name = name.replace("_", "-")
-                if eq:
-                    args[name] = Field(value, fields[i].line, fields[i].symbolic)
-                elif i + 1 < len(vals) and not vals[i + 1].startswith("--"):
-                    args[name] = fields[i + 1]
-                    i += 1
-                else:
-                    args[name] = Field("", fields[i].line)
-            i += 1
-        return Launcher(kind, uv, uv_opts, fields[start], python, opts, script, args, step)
-    return None
+        if env.assign(w, exported=exported, conditional=cond) is None and exported:
+            var = env.get(w.raw)
+            if var is not None:
+                var.exported = True
+
+
+def _launchers(step: Step, env: Env, in_srun: bool) -> list[Launcher]:
+    """The launchers ``step`` starts, directly or in a ``bash -c`` body."""
+    inner = _shell_body(step, env, in_srun)
+    found = ([find_launcher(st.fields, st) for st in inner] if inner is not None
+             else [find_launcher(step.fields, step)])
+    return [lz for lz in found if lz is not None]
+
+
+def _record(step: Step, env: Env, in_srun: bool, job: Job) -> None:
+    """Note in ``job`` what ``step`` does: ``cd``, ``uv sync``, ``srun`` or a launcher."""
+    fields = step.fields
+    vals = [f.value for f in fields]
+    if vals and vals[0] == "cd" and len(vals) > 1 and not in_srun:
+        job.cwd = fields[1]
+    elif vals[:2] == ["uv", "sync"] and not in_srun and not job.sruns:
+        job.uv_sync.append(step)
+    elif vals and vals[0].rsplit("/", 1)[-1] == "srun":
+        job.sruns.append(_srun(step, env, job))
+        return
+    job.launchers += _launchers(step, env, in_srun)
+
+
+def _walk_command(cmd: Command, env: Env, in_srun: bool, job: Job | None) -> Step:
+    """Run ``cmd`` against ``env`` (assignments, exports) and record what it launches."""
+    words = cmd.words
+    cond = cmd.conditional or cmd.depth > 0
+    k = _leading_assignments(words)
+    if k == len(words):
+        for w in words:
+            env.assign(w, exported=False, conditional=cond)
+        return Step(cmd, [], env, {}, in_srun)
+    prefix = _prefix_assignments(words[:k], env, cond)
+    rest = words[k:]
+    if rest[0].raw in _EXPORTERS:
+        _export(rest, env, cond)
+        return Step(cmd, [], env, prefix, in_srun)
+    fields = env.expand_all(rest)
+    # a snapshot of the variables only where a launcher can be (the copy costs O(vars))
+    snap = env.copy() if _MAY_LAUNCH.search(" ".join(f.value for f in fields)) else env
+    step = Step(cmd, fields, snap, prefix, in_srun)
+    if job is not None:
+        _record(step, env, in_srun, job)
+    return step
 
 
 def _walk(commands: list[Command], env: Env, in_srun: bool, job: Job | None) -> list[Step]:
-    steps: list[Step] = []
-    for cmd in commands:
-        words = cmd.words
-        cond = cmd.conditional or cmd.depth > 0
-        k = 0
-        while k < len(words) and _is_assignment(words[k]):
-            k += 1
-        if k == len(words):
-            for w in words:
-                env.assign(w, exported=False, conditional=cond)
-            steps.append(Step(cmd, [], env, {}, in_srun))
-            continue
-        prefix: dict[str, Field] = {}
-        scratch = env.copy() if k else env
-        for w in words[:k]:
-            v = scratch.assign(w, exported=True, conditional=cond)
-            if v is not None and v.fields:
-                prefix[v.name] = v.fields[0]
-        rest = words[k:]
-        head = rest[0].raw
-        if head in _EXPORTERS:
-            exported = head == "export" or any(w.raw.startswith("-") and "x" in w.raw
-                                               for w in rest[1:])
-            for w in rest[1:]:
-                if w.raw.startswith("-"):
-                    continue
-                if env.assign(w, exported=exported, conditional=cond) is None and exported:
-                    var = env.get(w.raw)
-                    if var is not None:
-                        var.exported = True
-            steps.append(Step(cmd, [], env, prefix, in_srun))
-            continue
-        fields = env.expand_all(rest)
-        # a snapshot of the variables only where a launcher can be (the copy costs O(vars))
-        snap = env.copy() if _MAY_LAUNCH.search(" ".join(f.value for f in fields)) else env
-        step = Step(cmd, fields, snap, prefix, in_srun)
-        steps.append(step)
-        if job is None:
-            continue
-        vals = [f.value for f in fields]
-        if vals and vals[0] == "cd" and len(vals) > 1 and not in_srun:
-            job.cwd = fields[1]
-        elif vals[:2] == ["uv", "sync"] and not in_srun and not job.sruns:
-            job.uv_sync.append(step)
-        elif vals and vals[0].rsplit("/", 1)[-1] == "srun":
-            job.sruns.append(_srun(step, env, job))
-            continue
-        inner = _shell_body(step, env, in_srun)
-        found = [_find_launcher(st.fields, st) for st in inner] if inner is not None else [
-            _find_launcher(fields, step)]
-        job.launchers += [lz for lz in found if lz is not None]
-    return steps
+    return [_walk_command(cmd, env, in_srun, job) for cmd in commands]
 
 
 def _shell_body(step: Step, env: Env, in_srun: bool) -> list[Step] | None:
@@ -329,47 +240,46 @@ def _shell_body(step: Step, env: Env, in_srun: bool) -> list[Step] | None:
     return None
 
 
-def _srun(step: Step, env: Env, job: Job) -> Srun:
-    fields = step.fields
+def _srun_options(fields: list[Field]) -> tuple[dict[str, Field], int]:
+    """srun's options (long names) and the index of the program it runs."""
     vals = [f.value for f in fields]
     i = 1
     opts: dict[str, Field] = {}
-    flags = {"label", "l", "exclusive", "overlap", "unbuffered", "u", "no-kill", "K", "verbose",
-             "v", "quiet", "Q", "container-remap-root", "no-container-remap-root",
-             "container-mount-home", "no-container-mount-home", "container-writable",
-             "no-container-entrypoint", "kill-on-bad-exit", "X", "pty"}
-    short_names = {"N": "nodes", "n": "ntasks", "G": "gpus", "C": "constraint", "D": "chdir",
-                   "o": "output", "e": "error", "p": "partition", "c": "cpus-per-task"}
     while i < len(vals) and vals[i].startswith("-"):
         tok = vals[i]
         if tok.startswith("--"):
             name, eq, value = tok[2:].partition("=")
             if eq:
                 opts[name] = Field(value, fields[i].line, fields[i].symbolic)
-            elif name in flags or i + 1 >= len(vals):
+            elif name in _SRUN_FLAGS or i + 1 >= len(vals):
                 opts[name] = Field("", fields[i].line)
             else:
                 opts[name] = fields[i + 1]
                 i += 1
         else:
             short = tok[1:2]
-            name = short_names.get(short, short)
+            name = _SRUN_SHORT.get(short, short)
             if len(tok) > 2:
                 opts[name] = Field(tok[2:].lstrip("="), fields[i].line, fields[i].symbolic)
-            elif short in flags or i + 1 >= len(vals):
+            elif short in _SRUN_FLAGS or i + 1 >= len(vals):
                 opts[name] = Field("", fields[i].line)
             else:
                 opts[name] = fields[i + 1]
                 i += 1
         i += 1
-    program = fields[i:]
+    return opts, i
+
+
+def _srun(step: Step, env: Env, job: Job) -> Srun:
+    opts, i = _srun_options(step.fields)
+    program = step.fields[i:]
     s = Srun(step, opts, program)
     inner = _shell_body(step, env, True)
     if inner is not None:
         s.inner = inner
-        s.launchers = [lz for st in inner if (lz := _find_launcher(st.fields, st)) is not None]
+        s.launchers = [lz for st in inner if (lz := find_launcher(st.fields, st)) is not None]
     else:
-        lz = _find_launcher(program, step)
+        lz = find_launcher(program, step)
         if lz is not None:
             s.launchers.append(lz)
     job.launchers += s.launchers

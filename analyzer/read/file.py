@@ -65,14 +65,6 @@ def _builtin_catalog() -> Catalog:
     return load_catalog(use_env=False)
 
 
-def __getattr__(name: str) -> Pattern:
-    """``TRACEBACK_PATTERN``, read on first use: the built-in catalog's ``traceback_pattern()``
-    (the name the traceback's pattern had while the reader defined it)."""
-    if name == "TRACEBACK_PATTERN":
-        return traceback_pattern()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class FileScanner:
     """Scan files with one catalog and prefilter (build once, reuse for every file)."""
 

@@ -15,7 +15,8 @@ are different facts, never repeats: those captures are part of the group's key.
 A fact said again is not a new event: a context line of an untagged pattern whose captures
 equal those of its group's last kept line adds to that line's ``repeats`` (NCCL prints one
 ``Init COMPLETE`` line per communicator, 30 or more per process, most of them the same fact).
-Tagged context lines (a ChildFailedError block's fields) are structure and stay one by one.
+Tagged context lines (a ChildFailedError block's fields) are structure and stay one by one,
+unless every tag is one of ``FOLDED_TAGS`` (lines code reads only as a whole: an advisory's).
 
 A ``progress`` line (tag ``progress``: Megatron's iteration line, printed by every rank every
 step) is folded harder: ``KEEP_PROGRESS`` at each end (its first and last line) and the
@@ -27,6 +28,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from analyzer.catalog.vocabulary import FOLDED_TAGS
 
 KEEP = 8
 """Events kept at each end of a group."""
@@ -116,7 +119,7 @@ class RepeatBound:
             progress = "progress" in tags
             kind = self._kinds[pattern.id] = (
                 names,
-                pattern.role == "context" and (not tags or progress),
+                pattern.role == "context" and (progress or tags <= FOLDED_TAGS),
                 KEEP_PROGRESS if progress else self.keep,
             )
         return kind

@@ -9,8 +9,7 @@ from analyzer.shape.table import by_rank
 if TYPE_CHECKING:
     import polars as pl
 
-    from analyzer.shape.attribute import Geometry
-
+    from analyzer.shape.geometry import Geometry
 
 
 def world_by_rank(events: pl.DataFrame, geo: Geometry | None) -> pl.DataFrame:

@@ -172,9 +172,7 @@ def _nodes_and_processes(g: Geometry, ext: _Extent) -> None:
         g.nnodes = max(1, g.world_size // g.nproc_per_node)
 
 
-def resolve_geometry(
-    scans: list[FileScan], failures: list[ChildFailure], roles: Roles
-) -> Geometry:
+def resolve_geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> Geometry:
     """The job's shape from every event and ChildFailedError record, before any rank is
     attributed."""
     g = Geometry()

@@ -11,7 +11,7 @@ import os
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -19,6 +19,9 @@ from typer.core import TyperGroup
 from analyzer.decide.verdict import EXIT_DIAGNOSED as EXIT_OK
 from analyzer.decide.verdict import EXIT_USAGE
 from analyzer.util.color import ColorChoice
+
+if TYPE_CHECKING:
+    from analyzer.triage.find import Job
 
 
 class _RunByDefault(TyperGroup):
@@ -219,6 +222,117 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _check_options(
+    shard: str | None, workers: int | None, timeout: float
+) -> tuple[int, int] | None:
+    """Check --shard, --workers and --timeout (a usage error otherwise); the shard as (I, N)."""
+    from analyzer.triage.find import parse_shard
+
+    shard_spec: tuple[int, int] | None = None
+    if shard is not None:
+        try:
+            shard_spec = parse_shard(shard)
+        except ValueError as exc:
+            _usage(str(exc))
+    if workers is not None and workers < 0:
+        _usage("--workers must be 0 or more")
+    if timeout < 0:
+        _usage("--timeout must be 0 or more")
+    return shard_spec
+
+
+def _split_baseline(baseline: Path | None) -> tuple[tuple[str, ...], Path | None]:
+    """A --baseline directory is a good run (its path, for the workers); a file is a table."""
+    if baseline is not None and baseline.is_dir():
+        return (str(baseline.resolve()),), None
+    return (), baseline
+
+
+def _read_jobs_from(jobs_from: Path) -> list[Job]:
+    """The jobs listed in the --jobs-from file (``-``: stdin), relative to the file."""
+    from analyzer.triage.find import read_job_list
+
+    if str(jobs_from) == "-":
+        text = sys.stdin.read()
+        base = None
+    else:
+        try:
+            text = jobs_from.read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            _usage(f"--jobs-from {jobs_from}: {exc.strerror or exc}")
+        base = jobs_from.parent
+    return read_job_list(text, base)
+
+
+def _gather_jobs(roots: list[Path], jobs_from: Path | None, max_depth: int) -> list[Job]:
+    """The jobs listed in ``jobs_from`` and found under ``roots``, one per path, sorted (a
+    warning when there are none)."""
+    from analyzer.triage.find import FindError, find_jobs
+
+    if not roots and jobs_from is None:
+        _usage("give one or more ROOT directories, or --jobs-from FILE")
+    jobs: list[Job] = []
+    try:
+        if jobs_from is not None:
+            jobs += _read_jobs_from(jobs_from)
+        if roots:
+            jobs += find_jobs(roots, max_depth=max_depth)
+    except FindError as exc:
+        _usage(str(exc))
+    jobs = sorted({j.path: j for j in jobs}.values())
+    if not jobs:
+        typer.echo(
+            "mcore-diagnose triage: warning: no job directories found (a job directory holds "
+            "slurm-<id>.out or <name>-<id>.out/.err; see docs/triage.md)",
+            err=True,
+        )
+    return jobs
+
+
+def _take_shard(
+    jobs: list[Job], shard_spec: tuple[int, int] | None, meta: dict[str, Any], output: Path | None
+) -> tuple[list[Job], Path | None]:
+    """With --shard, only that shard's jobs (noted in ``meta``) and a part's default output."""
+    if shard_spec is None:
+        return jobs, output
+    from analyzer.triage.find import select_shard
+
+    i, n = shard_spec
+    meta["jobs_all"] = len(jobs)
+    jobs = select_shard(jobs, i, n)
+    meta.update(shard=f"{i}/{n}", jobs=len(jobs))
+    if output is None:
+        output = Path(f"triage-part-{i}-of-{n}.parquet")
+    return jobs, output
+
+
+def _memory_limit(max_memory: float | None, n_workers: int) -> int | None:
+    """--max-memory in bytes (None: no limit); by default a share of the machine's memory."""
+    from analyzer.triage.run import default_max_memory
+
+    if max_memory is None:
+        return default_max_memory(max(1, n_workers))
+    return int(max_memory * 2**30) if max_memory > 0 else None
+
+
+def _diagnose(
+    jobs: list[Job], workers: int, timeout: float, mem: int | None, good_runs: tuple[str, ...],
+    quiet: bool,
+) -> list[dict[str, Any]]:
+    """Every job's row, diagnosed by the worker pool (progress on a terminal's stderr)."""
+    from analyzer.triage.run import diagnose_job, run_jobs
+
+    func = partial(diagnose_job, good_runs=good_runs) if good_runs else diagnose_job
+    return run_jobs(
+        jobs,
+        workers=workers,
+        timeout=timeout or None,
+        max_memory=mem,
+        func=func,
+        progress=_Progress(not quiet and sys.stderr.isatty()),
+    )
+
+
 @triage_app.command("run")
 def run_cmd(
     roots: Annotated[
@@ -310,92 +424,29 @@ def run_cmd(
     A job directory directly holds a SLURM output (slurm-<id>.out, <name>-<id>.out/.err) or
     a torchrun --log-dir tree; see docs/triage.md for the whole rule.
     """
-    from analyzer.triage.find import FindError, find_jobs, parse_shard, read_job_list
-    from analyzer.triage.run import (
-        default_max_memory,
-        diagnose_job,
-        run_jobs,
-        to_frame,
-        usable_cpus,
-    )
+    from analyzer.decide.fingerprint import FINGERPRINT_VERSION
+    from analyzer.triage.run import to_frame, usable_cpus
 
     summaries = list(summary or [])
     _check_outputs(output, summaries)
-    shard_spec: tuple[int, int] | None = None
-    if shard is not None:
-        try:
-            shard_spec = parse_shard(shard)
-        except ValueError as exc:
-            _usage(str(exc))
-    if workers is not None and workers < 0:
-        _usage("--workers must be 0 or more")
-    if timeout < 0:
-        _usage("--timeout must be 0 or more")
-    good_runs: tuple[str, ...] = ()
-    if baseline is not None and baseline.is_dir():
-        good_runs, baseline = (str(baseline.resolve()),), None
+    shard_spec = _check_options(shard, workers, timeout)
+    good_runs, baseline = _split_baseline(baseline)
     baseline_df = _load_baseline(baseline)
     if patterns:
         _use_patterns(patterns)
     roots = list(roots or [])
-    if not roots and jobs_from is None:
-        _usage("give one or more ROOT directories, or --jobs-from FILE")
-    jobs = []
-    try:
-        if jobs_from is not None:
-            if str(jobs_from) == "-":
-                text = sys.stdin.read()
-                base = None
-            else:
-                try:
-                    text = jobs_from.read_text(encoding="utf-8", errors="surrogateescape")
-                except OSError as exc:
-                    _usage(f"--jobs-from {jobs_from}: {exc.strerror or exc}")
-                base = jobs_from.parent
-            jobs += read_job_list(text, base)
-        if roots:
-            jobs += find_jobs(roots, max_depth=max_depth)
-    except FindError as exc:
-        _usage(str(exc))
-    jobs = sorted({j.path: j for j in jobs}.values())
-    if not jobs:
-        typer.echo(
-            "mcore-diagnose triage: warning: no job directories found (a job directory holds "
-            "slurm-<id>.out or <name>-<id>.out/.err; see docs/triage.md)",
-            err=True,
-        )
+    jobs = _gather_jobs(roots, jobs_from, max_depth)
     meta: dict[str, Any] = {"jobs": len(jobs), "roots": [str(r) for r in roots]}
-    if shard_spec is not None:
-        from analyzer.triage.find import select_shard
-
-        i, n = shard_spec
-        meta["jobs_all"] = len(jobs)
-        jobs = select_shard(jobs, i, n)
-        meta.update(shard=f"{i}/{n}", jobs=len(jobs))
-        if output is None:
-            output = Path(f"triage-part-{i}-of-{n}.parquet")
-    from analyzer.decide.fingerprint import FINGERPRINT_VERSION
-
+    jobs, output = _take_shard(jobs, shard_spec, meta, output)
     meta["fingerprint_version"] = FINGERPRINT_VERSION
     n_workers = usable_cpus() if workers is None else workers
-    if max_memory is None:
-        mem = default_max_memory(max(1, n_workers))
-    else:
-        mem = int(max_memory * 2**30) if max_memory > 0 else None
+    mem = _memory_limit(max_memory, n_workers)
     if not quiet:
         where = f" (shard {meta['shard']} of {meta['jobs_all']})" if shard_spec else ""
         typer.echo(
             f"triage: {len(jobs)} job directories{where}, {n_workers or 1} worker(s)", err=True
         )
-    func = partial(diagnose_job, good_runs=good_runs) if good_runs else diagnose_job
-    rows = run_jobs(
-        jobs,
-        workers=n_workers,
-        timeout=timeout or None,
-        max_memory=mem,
-        func=func,
-        progress=_Progress(not quiet and sys.stderr.isatty()),
-    )
+    rows = _diagnose(jobs, n_workers, timeout, mem, good_runs, quiet)
     if sacct:
         _add_sacct(rows, verbose)
     if verbose:

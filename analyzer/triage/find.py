@@ -99,45 +99,34 @@ def find_jobs(roots: list[Path], max_depth: int = DEFAULT_MAX_DEPTH) -> list[Job
     return sorted(Job(str(p), found[p]) for p in paths if not _is_under(p, paths))
 
 
-def _find_under(root: Path, max_depth: int) -> dict[Path, str]:
-    strong: dict[Path, str] = {}
-    weak: dict[Path, str] = {}
-    stack: list[tuple[Path, int]] = [(root, 0)]
-    while stack:
-        d, depth = stack.pop()
-        if _ATTEMPT.match(d.name) and d != root:
-            owner = d.parents[2] if len(d.relative_to(root).parts) > 3 else root
-            strong.setdefault(owner, owner.name)
-            continue
+def _list_dir(d: Path, root: Path) -> tuple[list[str], list[Path]] | None:
+    """The file names and the searchable subdirectories of ``d``; None when ``d`` (not the
+    root: that is a FindError) cannot be listed."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        if d == root:
+            raise FindError(f"{d}: cannot list the directory") from None
+        return None
+    files: list[str] = []
+    subdirs: list[Path] = []
+    for e in entries:
         try:
-            entries = list(os.scandir(d))
-        except OSError:
-            if d == root:
-                raise FindError(f"{d}: cannot list the directory") from None
-            # an unreadable directory might be a job: report it rather than lose it silently
-            weak.setdefault(d, d.name)
-            continue
-        files: list[str] = []
-        subdirs: list[Path] = []
-        for e in entries:
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if not e.name.startswith("."):
-                        subdirs.append(Path(e.path))
-                    continue
-            except OSError:
+            if e.is_dir(follow_symlinks=False):
+                if not e.name.startswith("."):
+                    subdirs.append(Path(e.path))
                 continue
-            # a file, or a link to one; a dangling or looping link still says logs live here
-            # (the job's row will then say why nothing could be read)
-            files.append(e.name)
-        jid = slurm_job_id(files)
-        if jid is not None:
-            strong[d] = jid
+        except OSError:
             continue
-        if any(_is_log_name(f) for f in files):
-            weak.setdefault(d, d.name)
-        if depth < max_depth:
-            stack.extend((s, depth + 1) for s in sorted(subdirs, reverse=True))
+        # a file, or a link to one; a dangling or looping link still says logs live here
+        # (the job's row will then say why nothing could be read)
+        files.append(e.name)
+    return files, subdirs
+
+
+def _outermost(strong: dict[Path, str], weak: dict[Path, str]) -> dict[Path, str]:
+    """The job directories: the outermost strong ones, and the outermost weak ones that have
+    no strong one above or below them."""
     strong_set = set(strong)
     out = {p: j for p, j in strong.items() if not _is_under(p, strong_set)}
     # weak candidates next to (above or below) a strong one are not jobs; of the rest, the
@@ -150,6 +139,38 @@ def _find_under(root: Path, max_depth: int) -> dict[Path, str]:
     weak_set = set(weak)
     out.update((p, j) for p, j in weak.items() if not _is_under(p, weak_set))
     return out
+
+
+def _find_under(root: Path, max_depth: int) -> dict[Path, str]:
+    """Job directories under the directory ``root`` (rules 1-3), with their job ids.
+
+    ``strong``: directories with SLURM output or owning an ``attempt_N`` tree; ``weak``:
+    directories that merely hold log files (or cannot be listed).
+    """
+    strong: dict[Path, str] = {}
+    weak: dict[Path, str] = {}
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        d, depth = stack.pop()
+        if _ATTEMPT.match(d.name) and d != root:
+            owner = d.parents[2] if len(d.relative_to(root).parts) > 3 else root
+            strong.setdefault(owner, owner.name)
+            continue
+        listing = _list_dir(d, root)
+        if listing is None:
+            # an unreadable directory might be a job: report it rather than lose it silently
+            weak.setdefault(d, d.name)
+            continue
+        files, subdirs = listing
+        jid = slurm_job_id(files)
+        if jid is not None:
+            strong[d] = jid
+            continue
+        if any(_is_log_name(f) for f in files):
+            weak.setdefault(d, d.name)
+        if depth < max_depth:
+            stack.extend((s, depth + 1) for s in sorted(subdirs, reverse=True))
+    return _outermost(strong, weak)
 
 
 def read_job_list(text: str, base: Path | None = None) -> list[Job]:

@@ -1,0 +1,238 @@
+"""The launch rules about where the job's files live: on shared storage every node sees
+(``node-local-path``), mounted into the container (``container-mounts``), and a venv built once
+before submission (``uv-sync``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from analyzer.lint.config import LintConfig
+from analyzer.lint.expand import Field
+from analyzer.lint.job import Job, Launcher, Srun
+from analyzer.lint.rules.base import Finding, corrected, finding, multi_node
+
+# --- node-local-path ----------------------------------------------------------------------------
+
+_VENV_VARS = ("UV_PROJECT_ENVIRONMENT", "VIRTUAL_ENV")
+_LOST_LOGS = "the logs vanish with the node"
+_SCRIPT_PATHS = (  # the training script's options: (name, what, consequence)
+    ("save", "--save", "each node keeps its own shards and a requeue starts from random"),
+    ("load", "--load", "a restart on other nodes finds no checkpoint"),
+    ("tensorboard-dir", "--tensorboard-dir", _LOST_LOGS),
+    ("wandb-save-dir", "--wandb-save-dir", _LOST_LOGS),
+)
+_BRACED = re.compile(r"\$\{(\w+)(:?[-=][^}]*)?\}")
+
+
+@dataclass(frozen=True)
+class _Place:
+    """A path the job uses, what it is, the severity and consequence if it is node-local."""
+
+    field: Field
+    what: str
+    severity: str
+    consequence: str
+
+
+def _node_local(cfg: LintConfig, path: str) -> str | None:
+    """The node-local prefix ``path`` lies under, None when it is shared."""
+    p = _BRACED.sub(r"$\1", path.strip("'\""))
+    for s in cfg.shared:
+        if p == s or p.startswith(s.rstrip("/") + "/"):
+            return None
+    for pre in cfg.node_local:
+        if p == pre or p.startswith(pre.rstrip("/") + "/"):
+            return pre
+    return None
+
+
+def _shared_root(job: Job, cfg: LintConfig) -> str:
+    """The directory fixes point to: the job's shared worktree, else a placeholder."""
+    cwd = job.cwd
+    if cwd is not None and _node_local(cfg, cwd.value) is None and cwd.value.startswith(("/", "$")):
+        return cwd.value
+    return "/shared/project"
+
+
+def _job_places(job: Job, worktree_sev: str) -> list[_Place]:
+    """The worktree the job cd's into, and srun's --chdir, --output and --error."""
+    multi = multi_node(job)
+    places: list[_Place] = []
+    if job.cwd is not None:
+        places.append(_Place(job.cwd, "the worktree", worktree_sev,
+                             "the other nodes cannot chdir there and run from /tmp" if multi
+                             else "it vanishes with the node's scratch space"))
+    srun = job.main_srun
+    for opt, sev, consequence in (
+        ("chdir", worktree_sev, "the other nodes cannot cd there"),
+        ("output", "warning", "the job's log vanishes with the node"),
+        ("error", "warning", "the job's log vanishes with the node"),
+    ):
+        got = job.option(srun, opt)
+        if got:
+            places.append(_Place(Field(got[0], got[1]), f"--{opt}", sev, consequence))
+    return places
+
+
+def _launcher_places(lz: Launcher, worktree_sev: str) -> list[_Place]:
+    """Checkpoints, logs, the interpreter and the venv of one launch."""
+    places = [_Place(lz.args[key], what, "warning", why) for key, what, why in _SCRIPT_PATHS
+              if key in lz.args and lz.args[key].value]
+    if "log-dir" in lz.opts and lz.opts["log-dir"].value:
+        places.append(_Place(lz.opts["log-dir"], "--log-dir", "warning",
+                             "the worker logs vanish with the node"))
+    if lz.python is not None:
+        places.append(_Place(lz.python, "the interpreter", worktree_sev,
+                             "the other nodes do not have it"))
+    for name in _VENV_VARS:
+        v = lz.env_value(name)
+        if v is not None:
+            places.append(_Place(v, name, "warning",
+                                 "every node builds its own venv inside the job"))
+    return places
+
+
+def _moved_line(job: Job, f: Field, pre: str, shared: str) -> str:
+    """The line of ``f`` with its node-local path moved under ``shared``."""
+    text = job.script.line_text(f.line)
+    for cand in (f.value, pre, "${" + pre[1:] + "}" if pre.startswith("$") else pre):
+        if cand in text:
+            fixed = text.replace(cand, shared if cand == pre else shared + f.value[len(pre):], 1)
+            return fixed.strip() if fixed != text else f"use a path under {shared}"
+    return f"use a path under {shared}"
+
+
+def _node_local_finding(job: Job, cfg: LintConfig, place: _Place, shared: str) -> Finding | None:
+    """A finding when ``place`` is on node-local storage."""
+    f = place.field
+    pre = _node_local(cfg, f.value)
+    if pre is None:
+        return None
+    return finding(job, "node-local-path", place.severity, f.line,
+                   f"{place.what} {f.value} is on node-local storage ({pre}): "
+                   f"{place.consequence}",
+                   _moved_line(job, f, pre, shared))
+
+
+def check_node_local_path(job: Job, cfg: LintConfig) -> list[Finding]:
+    """Worktree, checkpoints, logs or venv on a path only one node sees."""
+    shared = _shared_root(job, cfg)
+    worktree_sev = "error" if multi_node(job) else "warning"
+    places = _job_places(job, worktree_sev)
+    for lz in job.launchers:
+        places += _launcher_places(lz, worktree_sev)
+    found = [_node_local_finding(job, cfg, p, shared) for p in places]
+    return [f for f in found if f is not None]
+
+
+# --- container-mounts ---------------------------------------------------------------------------
+
+_IMAGE_OPT = re.compile(r"(--container-image[= ]\S+)")
+
+
+def _under(path: str, root: str) -> bool:
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+def _mount_needs(job: Job, srun: Srun) -> list[tuple[str, str]]:
+    """(what, path) the container must see: the worktree and the venv."""
+    need: list[tuple[str, str]] = []
+    if job.cwd is not None:
+        need.append(("the worktree", job.cwd.value))
+    for lz in srun.launchers:
+        for name in _VENV_VARS:
+            v = lz.env_value(name)
+            if v is not None and v.value.startswith(("/", "$")):
+                need.append(("the venv", v.value))
+    return need
+
+
+def _unmounted(job: Job, srun: Srun, image: Field) -> Finding | None:
+    """The finding for one containerised srun, if it misses a mount."""
+    mounts = srun.opts.get("container-mounts")
+    sources = [m.split(":", 1)[0] for m in mounts.value.split(",")] if mounts else []
+    need = _mount_needs(job, srun)
+    missing = [(w, p) for w, p in need if not any(_under(p, s) for s in sources if s)]
+    line = mounts.line if mounts else image.line
+    text = job.script.line_text(line)
+    if missing:
+        add = ",".join(f"{p}:{p}" for _, p in missing)
+        fix = (text.replace(mounts.value, mounts.value + "," + add, 1).strip() if mounts
+               else _IMAGE_OPT.sub(rf"\1 --container-mounts={add}", text, count=1).strip())
+        return finding(
+            job, "container-mounts", "error", line,
+            "the container does not mount "
+            + " and ".join(f"{w} {p}" for w, p in missing)
+            + ": the workers cannot see the code or its .venv",
+            fix,
+        )
+    if need or sources:
+        return None
+    return finding(
+        job, "container-mounts", "warning", line,
+        "the container mounts nothing and the script does not cd into a worktree: "
+        "the workers see only the image",
+        _IMAGE_OPT.sub(r'\1 --container-mounts="$PWD:$PWD" --container-workdir="$PWD"',
+                       text, count=1).strip(),
+    )
+
+
+def check_container_mounts(job: Job, cfg: LintConfig) -> list[Finding]:
+    """A container (pyxis ``--container-image``) that does not mount the worktree and its venv."""
+    out: list[Finding] = []
+    for srun in job.sruns:
+        image = srun.opts.get("container-image")
+        f = _unmounted(job, srun, image) if image is not None else None
+        if f is not None:
+            out.append(f)
+    return out
+
+
+# --- uv-sync ------------------------------------------------------------------------------------
+
+
+def _uv_sync_in_srun(job: Job, srun: Srun) -> list[Finding]:
+    """``uv sync`` in what srun runs on every node."""
+    out: list[Finding] = []
+    for st in [srun.step, *srun.inner]:
+        fields = st.fields if st is not srun.step else srun.program
+        vals = [f.value for f in fields]
+        for i in range(len(vals) - 1):
+            if vals[i].rsplit("/", 1)[-1] == "uv" and vals[i + 1] == "sync":
+                out.append(finding(
+                    job, "uv-sync", "warning", fields[i].line,
+                    "uv sync inside srun: every node rebuilds the venv at the same time",
+                    "uv sync   # once, before sbatch, in the worktree",
+                ))
+    return out
+
+
+def _syncs_in_job(job: Job, lz: Launcher) -> bool:
+    """True when ``uv run`` of ``lz`` would resolve and install the venv inside the job."""
+    if not lz.uv or "--no-sync" in lz.uv_opts:
+        return False
+    nosync = lz.env_value("UV_NO_SYNC")
+    if nosync is not None and nosync.value not in ("", "0", "false"):
+        return False
+    return not job.uv_sync
+
+
+def check_uv_sync(job: Job, cfg: LintConfig) -> list[Finding]:
+    """``uv run`` that would build the venv on every node, or ``uv sync`` inside srun."""
+    out: list[Finding] = []
+    for srun in job.sruns:
+        out += _uv_sync_in_srun(job, srun)
+    for lz in job.launchers:
+        if not _syncs_in_job(job, lz):
+            continue
+        line = lz.first.at
+        out.append(finding(
+            job, "uv-sync", "warning", line,
+            "uv run without --no-sync and no uv sync beforehand: every node resolves and "
+            "installs the venv inside the job (`Creating virtual environment at: .venv`)",
+            corrected(job, line, r"uv\s+run", "uv run --no-sync", "uv run --no-sync ...")
+            + "   # after `uv sync` before sbatch",
+        ))
+    return out
