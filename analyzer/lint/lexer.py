@@ -10,7 +10,6 @@ in ``if``/``for``/``while``/``case`` bodies. Nothing is expanded here (see
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 _SEPARATORS = (";;", "&&", "||", ";", "|", "&")
@@ -100,6 +99,17 @@ def skip_dquote(text: str, i: int) -> int:
     return n
 
 
+_READERS: dict[str, str] = {
+    "\\": "_backslash",
+    "'": "_single_quoted",
+    '"': "_double_quoted",
+    "`": "_backquoted",
+    "(": "_array",
+    "$": "_dollar",
+}
+"""The method that reads a word part starting with each special character."""
+
+
 class _Lexer:
     """Splits script text into commands of words, tracking physical line numbers."""
 
@@ -108,15 +118,6 @@ class _Lexer:
         self.i = 0
         self.line = first_line
         self.commands: list[Command] = []
-        # The reader of each character that starts a special word part (False: the word ends).
-        self._readers: dict[str, Callable[[Word], bool]] = {
-            "\\": self._backslash,
-            "'": self._single_quoted,
-            '"': self._double_quoted,
-            "`": self._backquoted,
-            "(": self._array,
-            "$": self._dollar,
-        }
 
     def _advance_to(self, j: int) -> str:
         chunk = self.text[self.i : j]
@@ -213,8 +214,9 @@ class _Lexer:
         c = self.text[self.i]
         if c in _WORD_END:
             return False
-        read = self._readers.get(c, self._plain)
-        return read(w)
+        # The reader of each character that starts a special word part, by name: a table of
+        # bound methods on the instance would be a reference cycle (tests/test_gcpause.py).
+        return bool(getattr(self, _READERS.get(c, "_plain"))(w))
 
     def word(self) -> Word:
         """Read one word starting at the current position."""
