@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide.confidence import CONFIDENCE
@@ -101,16 +101,7 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
     cats = Counter(r.category for r in before)
     if Category.COLLECTIVE_TIMEOUT in cats:
         hung = _hang(job, [r for r in before if r.category == Category.COLLECTIVE_TIMEOUT])
-        return Proposal(
-            "end-after-symptoms",
-            hung.event,
-            hung.confidence,
-            category=hung.category,
-            hang=hung.hang,
-            timeouts=hung.timeouts,
-            end=end,
-            alternatives=alternatives,
-        )
+        return replace(hung, rule="end-after-symptoms", end=end, alternatives=alternatives)
     cat = max(cats, key=lambda c: (strength(c), cats[c]))
     first = min((r for r in before if r.category == cat), key=key)
     return Proposal(

@@ -174,7 +174,7 @@ def _nodes_and_processes(g: Geometry, ext: _Extent) -> None:
 
 def resolve_geometry(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> Geometry:
     """The job's shape from every event and ChildFailedError record, before any rank is
-    attributed."""
+    attributed: what the lines show, then what the job's arguments state."""
     g = Geometry()
     ext = _extent(scans, failures, roles, g)
     if ext.world:
@@ -182,18 +182,21 @@ def resolve_geometry(scans: list[FileScan], failures: list[ChildFailure], roles:
     if _one_task_per_rank(scans, ext.votes):
         g.task_is_rank = True
         g.evidence.append("srun task ids are global ranks (one srun task per GPU, no torchrun)")
-        g.resolve(ext.declared.get("world_size"), ext.declared.get("nproc_per_node"))
-        return g
-    _nodes_and_processes(g, ext)
-    seen = _seen(scans, failures, roles)
+    else:
+        _nodes_and_processes(g, ext)
+        _single(g, _seen(scans, failures, roles))
+    g.resolve(ext.declared.get("world_size"), ext.declared.get("nproc_per_node"))
+    return g
+
+
+def _single(g: Geometry, seen: _Seen) -> None:
+    """One node (a local rank is the global rank), or one worker in all."""
     if _one_node(seen, g):
         g.one_node = True
         g.evidence.append("one node: no srun label, one host, no rank beyond a local rank")
     if g.world_size is None and _one_worker(seen, g):
         g.world_size = 1
         g.evidence.append("one worker: the launcher killed a single subprocess, on one host")
-    g.resolve(ext.declared.get("world_size"), ext.declared.get("nproc_per_node"))
-    return g
 
 
 _LOOPBACK = ("localhost", "127.0.0.1")
