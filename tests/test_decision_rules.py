@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from analyzer.decide import rank_decision, rules, wording
+from analyzer.decide.certainty import certainty
 from analyzer.decide.hangs import HangFinding
 from analyzer.decide.job import JobView
-from analyzer.decide.rank_decision import RANK_RULES, RankDecision, certainty, decide_rank
+from analyzer.decide.rank_decision import RANK_RULES, RankDecision, decide_rank
 from analyzer.decide.reason import decide
 from analyzer.decide.rules import VERDICT_RULES, Proposal, propose
 from analyzer.model.event import Event
@@ -73,7 +74,7 @@ def proposed(*rows: Event, world: int | None = None) -> Proposal:
 def test_registries_are_worded_and_documented() -> None:
     assert [r.id for r in VERDICT_RULES] == [
         "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
-        "unknown", "none",
+        "unknown", "dead-worker", "none",
     ]
     for r in VERDICT_RULES:
         assert r.id in wording.RULES and r.doc, r.id
@@ -133,6 +134,57 @@ def test_symptoms_of_an_evident_class_name_it() -> None:
 def test_unknown_when_symptoms_name_no_class() -> None:
     p = proposed(ev("native_crash", "symptom", rank=1))
     assert (p.rule, p.category) == ("unknown", "unknown")
+
+
+def test_dead_worker_a_failed_job_is_never_ok() -> None:
+    """An exit record alone (a ChildFailedError block's ``exitcode : 1``, a context line) makes
+    the job failed with an unknown cause, from the worker that exited on its own."""
+    sigterm = ev("unknown", "context", line=5, rank=3, roles={"exit_code": "-15"})
+    own = ev("unknown", "context", line=9, rank=2, seconds=1, roles={"exit_code": "1"})
+    p = proposed(sigterm, own)
+    assert (p.rule, p.status, p.category, p.event) == ("dead-worker", "failed", "unknown", own)
+    assert proposed(sigterm).event == sigterm  # stopped by the launcher: still not "ok"
+    d = ranked(sigterm, own)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (2, None, "certain")
+
+
+def test_a_zero_exit_is_no_death() -> None:
+    p = proposed(ev("unknown", "context", roles={"exit_code": "0"}))
+    assert (p.rule, p.status) == ("none", "ok")
+
+
+def test_survived_a_root_its_rank_trained_past_is_not_the_cause() -> None:
+    """A root followed by the same writer's iteration line is context (tag ``survived``); a
+    later line of another rank, or one in another attempt, proves nothing."""
+    oom = ev("nccl_error", "root", line=10, rank=1)
+    later = ev("none", "context", line=50, rank=1, seconds=60, tags=("progress",))
+    p = proposed(oom, later)
+    assert (p.rule, p.status) == ("none", "ok")
+    assert rules_survived_notes(oom, later) == [
+        "survived error, not the cause: nccl_error root at slurm-1.out:10, and training went "
+        "on (slurm-1.out:50)"
+    ]
+    other_rank = ev("none", "context", line=50, rank=2, seconds=60, tags=("progress",))
+    assert proposed(oom, other_rank).rule == "root"
+    other_attempt = ev("none", "context", line=50, rank=1, seconds=60, tags=("progress",),
+                       attempt=2)
+    assert proposed(oom, other_attempt).rule == "root"
+    before = ev("none", "context", line=5, rank=1, seconds=-60, tags=("progress",))
+    assert proposed(oom, before).rule == "root"
+    death = ev("host_oom", "root", line=10, rank=1, tags=("death",))
+    assert proposed(death, later).rule == "root"
+
+
+def test_survived_a_finished_save_after_an_unranked_root() -> None:
+    warn = ev("cuda_oom", "root", line=3)
+    saved = ev("none", "context", line=90, rank=0, seconds=30, tags=("checkpoint-save-end",))
+    assert proposed(warn, saved).rule == "none"
+
+
+def rules_survived_notes(*rows: Event) -> list[str]:
+    from analyzer.decide.promote import survived_notes
+
+    return survived_notes(list(rows))
 
 
 def test_none_when_nothing_failed() -> None:

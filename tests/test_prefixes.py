@@ -353,3 +353,51 @@ def test_a_syslog_style_time_is_peeled_and_a_journald_host_kept(
 ) -> None:
     p = split_prefixes(line)
     assert (p.message, p.host, p.rank, p.stamp) == (message, host, rank, stamp)
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "host", "stamp", "message"),
+    [
+        # tests/wild/a-*: a wrapper's date and time in front of c10d's rank prefix (real line)
+        ("2025-06-24 17:29:06  [rank0]:[E624 09:29:06.969438582 ProcessGroupNCCL.cpp:1785] x",
+         0, None, Stamp(None, 6, 24, 9, 29, 6), "x"),
+        ("2024-05-01 12:34:56,789 [rank3]: RuntimeError: boom", 3, None,
+         Stamp(2024, 5, 1, 12, 34, 56, 789000), "RuntimeError: boom"),
+        ("[2024-05-01 12:34:56] [rank3]: RuntimeError: boom", 3, None,
+         Stamp(2024, 5, 1, 12, 34, 56), "RuntimeError: boom"),
+        ("2024-05-01T12:34:56.5 - [default2]:boom", 2, None,
+         Stamp(2024, 5, 1, 12, 34, 56, 500000), "boom"),
+        ("12:34:56 [rank3]: RuntimeError: boom", 3, None, None, "RuntimeError: boom"),
+        ("1714567890.123 [rank3]: boom", 3, None, Stamp(2024, 5, 1, 12, 51, 30), "boom"),
+        ("node01 [stderr] [rank3]: boom", 3, "node01", None, "boom"),
+        ("gpu-7.cluster [stdout] Watchdog caught collective operation timeout: ", None,
+         "gpu-7.cluster", None, "Watchdog caught collective operation timeout: "),
+        ("[node01:3]: An error occurred: KeyError 'x'", 3, "node01", None,
+         "An error occurred: KeyError 'x'"),
+        ("2024-05-01 12:34:56 [node01:3]: boom", 3, "node01", Stamp(2024, 5, 1, 12, 34, 56),
+         "boom"),
+    ],
+)
+def test_time_and_host_in_front_of_the_rank(
+    line: str, rank: int | None, host: str | None, stamp: Stamp | None, message: str
+) -> None:
+    """A time (asctime, bracketed, ISO, HH:MM:SS, epoch) and a collector's host are peeled in
+    front of the rank prefix, and a date dates the line."""
+    p = split_prefixes(line)
+    got_rank = p.rank if p.rank is not None else p.local_rank
+    assert (p.message, got_rank, p.host, p.stamp) == (message, rank, host, stamp)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        " [2024-05-01 12:34:56] iteration       10/     100 | consumed samples: 80",
+        "[2024-05-01 12:34:56] iteration 10/100",
+        "2024-05-01 12:34:56,789 - INFO - training started",
+        "12:34:56 loss 2.3",
+        "1714567890 events processed",
+    ],
+)
+def test_a_time_before_the_message_itself_stays(line: str) -> None:
+    """A time not followed by a rank prefix belongs to the message (Megatron's iteration line)."""
+    assert split_prefixes(line).message == line

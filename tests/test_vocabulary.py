@@ -15,6 +15,7 @@ from analyzer.catalog.model import CatalogError
 from analyzer.catalog.vocabulary import (
     CAPTURE_ROLES,
     CATEGORIES,
+    DECISION_TAGS,
     FACTS,
     FIELDS,
     STRUCTURAL_NAMES,
@@ -61,7 +62,7 @@ def test_code_reads_only_declared_names() -> None:
     known = {
         "field": set(FIELDS),
         "role": set(CAPTURE_ROLES),
-        "tag": set(TAGS),
+        "tag": set(TAGS) | set(DECISION_TAGS),
         "fact": set(FACTS),
     }
     reads = list(_reads())

@@ -109,6 +109,12 @@ TAGS: dict[str, str] = {
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
 
+DECISION_TAGS: dict[str, str] = {
+    "survived": "a root after which its writer kept training (a later iteration line or "
+    "finished checkpoint save): not the cause, listed as a note (`decide/promote.py`)",
+}
+"""Tags the decision sets on events, never a pattern (the catalog refuses them)."""
+
 FOLDED_TAGS: frozenset[str] = frozenset(
     {"venv-build", "checkpoint-load", "maxconn-warning", "megatron-start", "world-size-report"}
 )

@@ -1,4 +1,5 @@
-"""Promotions: lines whose meaning depends on other lines become rendezvous roots.
+"""Promotions: lines whose meaning depends on other lines change role (a rendezvous root, a
+survived error).
 
 Each promotion is a small rule (an id, a docstring that says when it applies and why) from the
 rows to the rows with some events replaced; ``promote`` applies them in order. They never
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from analyzer.catalog.vocabulary import Category
+from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.model.event import Event
 
@@ -61,6 +62,48 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
     return [promoted.get(i, r) for i, r in enumerate(rows)]
 
 
+_CARRIED_ON = ("progress", "checkpoint-save-end")
+"""Tags of the lines that show a rank still training: an iteration line, a finished save."""
+
+
+def survived(rows: Sequence[Event]) -> list[Event]:
+    """A root after which its writer kept training (an iteration line or a finished
+    checkpoint save later in the same file and attempt, from the same rank, or from any rank
+    when the root's own line names none) is a survived error, not the cause: it becomes
+    context tagged ``survived`` (the report lists it as a note). A death or a SLURM end never
+    survives, and a line's level decides nothing: what followed it does."""
+    last: dict[tuple[str, int | None], list[Event]] = {}
+    for r in rows:
+        if any(r.tagged(t) for t in _CARRIED_ON):
+            last.setdefault((r.file, r.attempt), []).append(r)
+    if not last:
+        return list(rows)
+    return [_survived(r, last.get((r.file, r.attempt), ())) or r for r in rows]
+
+
+def _survived(r: Event, later: Sequence[Event]) -> Event | None:
+    if r.role != "root" or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
+        return None
+    went_on = next(
+        (
+            p
+            for p in later
+            if p.line > r.line
+            and (r.rank is None or p.rank in (None, r.rank))
+            and (r.time is None or p.time is None or p.time >= r.time)
+        ),
+        None,
+    )
+    if went_on is None:
+        return None
+    return replace(
+        r,
+        role="context",
+        tags=r.tags | {"survived"},
+        cause=wording.survived_note(r.title or r.category, r.file, r.line, went_on.line),
+    )
+
+
 @dataclass(frozen=True)
 class Promotion:
     """One promotion rule."""
@@ -77,8 +120,14 @@ class Promotion:
 PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
+    Promotion("survived", survived),
 )
 """The promotions, in the order they apply."""
+
+
+def survived_notes(rows: Sequence[Event]) -> list[str]:
+    """One note per error its writer survived (``survived``), in row order."""
+    return [r.cause for r in survived(rows) if r.tagged("survived")]
 
 
 def promote(rows: Sequence[Event]) -> list[Event]:

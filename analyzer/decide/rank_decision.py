@@ -287,7 +287,10 @@ def only_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
 
 _ROOT = frozenset({"root"})
 _FAILED = frozenset(
-    {"root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms", "unknown"}
+    {
+        "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
+        "unknown", "dead-worker",
+    }
 )
 
 RANK_RULES: tuple[RankRule, ...] = (
@@ -298,7 +301,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
-    RankRule("only-death", frozenset({"root", "unknown"}), only_death),
+    RankRule("only-death", frozenset({"root", "unknown", "dead-worker"}), only_death),
     RankRule("srun-exit", _ROOT, srun_exit),
     RankRule("uniform", _ROOT, uniform),
     RankRule("paste-cut", _ROOT, paste_cut),
@@ -316,26 +319,3 @@ def decide_rank(job: JobView, p: Proposal, whole_job: bool = False) -> RankDecis
             continue
         d = rule.apply(job, p, d) or d
     return d
-
-
-CERTAINTY: dict[str | None, str] = {
-    None: "certain",
-    "same-way-first": "certain",
-    "only-death": "certain",
-    "only-rank": "certain",
-    "from-line": "likely",
-    "culprit": "likely",
-    "inferred": "likely",
-}
-"""How sure a named rank is, by the rule that named it (a rank its own line carries is
-``certain``; one taken from another line or the hang analysis ``likely``)."""
-
-
-def certainty(rank: int | None, rule: str | None, assumed: bool) -> str:
-    """``certain``, ``likely``, ``assumed`` (a local rank taken as global on what looks like
-    one node) or ``unknown`` (no rank named)."""
-    if rank is None:
-        return "unknown"
-    if assumed:
-        return "assumed"
-    return CERTAINTY.get(rule, "likely")

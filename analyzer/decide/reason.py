@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.job import JobView
+from analyzer.decide.promote import survived_notes
 from analyzer.decide.rank_decision import decide_rank
 from analyzer.decide.render import build_verdict
 from analyzer.decide.rules import Proposal, propose
@@ -165,7 +166,7 @@ def diagnose_rows(
         attempts=[x if x is v else wording.finish(x) for x in per_attempt],
         phase=phase(v, facts),
         ranks=rank_table(rows, geo.ranks(rows)),
-        problems=list(read.problems),
+        problems=[*read.problems, *survived_notes(rows)],
         files=read.files,
         bytes_read=read.bytes_read,
         flight_recorder=read.flight_recorder,

@@ -20,6 +20,8 @@ from analyzer.decide.job import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
 from analyzer.model.event import Event
 
+KILLED_BY_LAUNCHER = frozenset({"-15", "15", "-2", "2"})
+"""Exit codes of workers the launcher stopped itself (SIGTERM, SIGINT)."""
 ALTERNATIVES = 3
 """At most this many other roots are shown beside a root verdict."""
 
@@ -173,6 +175,30 @@ def unknown(job: JobView) -> Proposal | None:
     )
 
 
+def _exit_code(e: Event) -> int | None:
+    """The non-zero exit code (or negative signal) a line records, if any."""
+    code = e.role_of("exit_code")
+    try:
+        n = int(code) if code is not None else 0
+    except ValueError:
+        return None
+    return n or None
+
+
+def dead_worker(job: JobView) -> Proposal | None:
+    """No root, SLURM end or symptom, but a worker's exit record (a non-zero exit code in
+    torchrun's ChildFailedError block, an agent's or srun's exit line): the job failed and no
+    line says why. The verdict is ``unknown``, made from the first worker that exited on its own
+    (one the launcher stopped, SIGTERM/SIGINT, only when no other did)."""
+    dead = [r for r in job.rows if _exit_code(r) is not None]
+    if not dead:
+        return None
+    own = [r for r in dead if str(_exit_code(r)) not in KILLED_BY_LAUNCHER]
+    return Proposal(
+        "dead-worker", earliest(own or dead), CONFIDENCE["unknown"], category=Category.UNKNOWN
+    )
+
+
 def none(job: JobView) -> Proposal | None:
     """Nothing failed: no root, SLURM end or symptom in the logs."""
     return Proposal("none", None, CONFIDENCE["none"], status="ok", category=Category.NONE)
@@ -199,6 +225,7 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule("hang", hang),
     VerdictRule("symptoms", symptoms),
     VerdictRule("unknown", unknown),
+    VerdictRule("dead-worker", dead_worker),
     VerdictRule("none", none),
 )
 """The verdict rules in the order they are tried; the first that proposes wins."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from analyzer.decide.certainty import certainty
 from analyzer.util.timefmt import iso
 
 if TYPE_CHECKING:
@@ -86,6 +87,15 @@ class Verdict:
     rank_assumed: bool = False
     """The rank is a local rank taken as global: the logs show a single node."""
 
+    @property
+    def rank_certainty(self) -> str | None:
+        """How sure the named rank is: ``certain`` (its own line, the launcher or the first
+        failure in time names it), ``likely`` (taken from another line, the hang analysis, or
+        the only rank whose failure the logs show), ``assumed`` (a local rank taken as global
+        on one node); None when no rank is named."""
+        c = certainty(self.rank, self.rank_rule, self.rank_assumed)
+        return None if c == "unknown" else c
+
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
         d: dict[str, Any] = {
@@ -105,6 +115,7 @@ class Verdict:
             "attempt": self.attempt,
             "rule": self.rule,
             "rank_rule": self.rank_rule,
+            "rank_certainty": self.rank_certainty,
         }
         if self.unknown is not None:
             d["unknown"] = self.unknown

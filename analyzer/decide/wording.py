@@ -24,6 +24,7 @@ RULES: dict[str, str] = {
     "hang": "only collective timeouts: a hang, with a culprit only from evidence",
     "symptoms": "only symptoms, most of them of one class",
     "unknown": "only symptoms of no class",
+    "dead-worker": "no failure line, but a worker exited with an error: unknown cause",
     "none": "no failure in the logs",
     "inferred": "a line no pattern knows, inferred from its place in the failure",
     "alternative": "considered and not preferred (an alternative of the verdict)",
@@ -161,6 +162,29 @@ UNKNOWN_FIX = (
     "Look at the evidence below; if the cause is in a line no pattern knows, add a pattern "
     "with --patterns DIR."
 )
+
+
+DEAD_WORKER_FIX = (
+    "The dead worker's own output (its traceback or error) is not in these logs: find it where "
+    "the launcher wrote the workers' output (torchrun --log-dir / --tee / --redirects, a "
+    "node-local file), or rerun with the workers' output kept on shared storage."
+)
+
+
+def survived_note(what: str, file: str, line: int, went_on: int) -> str:
+    """The note of an error its rank survived (``promote.survived``)."""
+    return (
+        f"survived error, not the cause: {what} at {file}:{line}, and training went on "
+        f"({file}:{went_on})"
+    )
+
+
+def dead_worker_cause(code: str | None, rank: int | None) -> str:
+    """The cause of a failure known only from a worker's exit record."""
+    who = f"rank {rank}" if rank is not None else "a worker"
+    return (
+        f"The job failed: {who} exited with code {code}, and no line in its logs says why."
+    )
 
 
 def unknown_cause(first_sign: str) -> str:

@@ -27,6 +27,7 @@ subgroup) and stays in the message. A Ray actor prefix names a process and a hos
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import regex
 
@@ -39,6 +40,30 @@ _COLLECTOR = regex.compile(
 re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw logs
 (``2024-05-01T12:34:56.789012345Z ``). Outermost after a quote; it dates the line when the
 program's own prefixes do not."""
+_RANK_AHEAD = (
+    r"(?=\[(?:rank)?\d{1,6}\]: ?|\[[A-Za-z_][A-Za-z_-]*?\d{1,5}\]:|\ *\d{1,6}: "
+    r"|\[[A-Za-z0-9][\w.-]*:\d{1,6}\]: |[A-Za-z0-9][\w.-]* \[std(?:err|out)\] )"
+)
+"""What must follow a bare time for it to be peeled: a prefix that carries a rank or a task
+(``[rank3]:``, ``[default3]:``, ``[24]:``, srun's ``  3: ``, ``[host:3]: ``, ``host [stderr] ``).
+A time in front of anything else is the message's own (Megatron's `` [2024-…] iteration``)."""
+_STAMPED = regex.compile(
+    r"(?:\[(?P<iso>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)(?:Z|[+-]\d\d:?\d\d)?\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,6})?\]?"
+    r"|(?P<epoch>1\d{9})(?:\.\d{1,9})?)"
+    r" +(?:[-|] +)?" + _RANK_AHEAD
+)
+"""A time a wrapper or Python logging's ``asctime`` puts in front of a rank prefix: a date and
+time, bare or in brackets, with a comma or dot fraction (``2024-05-01 12:34:56,789 ``,
+``[2024-05-01T12:34:56.789Z] ``), a bare ``HH:MM:SS`` (which dates nothing) or epoch seconds.
+Peeled only in front of a prefix that carries a rank (``_RANK_AHEAD``)."""
+_HOSTED = regex.compile(
+    r"(?P<host>[A-Za-z0-9][\w.-]*) \[std(?:err|out)\] "
+    r"|\[(?P<host>[A-Za-z0-9][\w.-]*):(?P<rank>\d{1,6})\]: "
+)
+"""A log collector's ``host [stderr] `` / ``host [stdout] ``, or a wrapper's ``[host:N]: `` (N is
+the process's global rank)."""
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _SYSLOG = regex.compile(
     r"(?P<mon>" + "|".join(_MONTHS) + r") {1,2}(?P<d>\d{1,2}) "
@@ -217,12 +242,16 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     task: int | None = None
     host: str | None = None
     collected: Stamp | None = None
+    rank: int | None = None
     c = line[pos : pos + 1]
+    if c == "[":
+        pos, host, collected, rank = _stamped(line, pos)
+        c = line[pos : pos + 1]
     if c in _OUTER_FIRST or c >= "\x80":
-        pos, task, host, collected = _outer(line, pos)
+        pos, task, host, collected, rank = _outer(line, pos, host, collected, rank)
         c = line[pos : pos + 1]
     if c in _INNER_FIRST or c >= "\x80":
-        return _inner(line, pos, quote, quoted, task, host, collected)
+        return _inner(line, pos, quote, quoted, task, host, collected, rank)
     # Nothing more can be peeled (most lines of a log that has no prefixes end here).
     if c == " ":
         pos = _group(line, pos)
@@ -239,11 +268,38 @@ def _bare_indent(line: str) -> bool:
     return bool(c) and c not in _AFTER_SPACES and c < "\x80"
 
 
-def _outer(line: str, pos: int) -> tuple[int, int | None, str | None, Stamp | None]:
-    """A log collector's time, a syslog time (with its host), pytest's ``E``, then srun's
-    label or a pdsh host: (where the rest starts, srun task, host, the collector's stamp)."""
-    collected: Stamp | None = None
-    host: str | None = None
+def _stamped(
+    line: str, pos: int, host: str | None = None, collected: Stamp | None = None,
+    rank: int | None = None,
+) -> tuple[int, str | None, Stamp | None, int | None]:
+    """A time in front of a rank prefix (``_STAMPED``), then a collector's ``host [stderr] ``
+    or a wrapper's ``[host:N]: ``: (where the rest starts, host, stamp, rank)."""
+    c = line[pos : pos + 1]
+    m = _STAMPED.match(line, pos) if c == "[" or c in _DIGITS else None
+    if m:
+        if m["iso"]:
+            collected = parse_iso(m["iso"]) or collected
+        elif m["epoch"]:
+            t = datetime.fromtimestamp(int(m["epoch"]), tz=UTC)
+            collected = Stamp(t.year, t.month, t.day, t.hour, t.minute, t.second)
+        pos = m.end()
+        pos += len(line) - pos - len(line[pos:].lstrip(" ")) if line[pos : pos + 1] == " " else 0
+    c = line[pos : pos + 1]
+    if (c == "[" and ":" in line[pos : pos + 80]) or " [std" in line[pos : pos + 80]:
+        m = _HOSTED.match(line, pos)
+        if m:
+            host = m["host"]
+            rank = int(m["rank"]) if m["rank"] else rank
+            pos = m.end()
+    return pos, host, collected, rank
+
+
+def _outer(
+    line: str, pos: int, host: str | None, collected: Stamp | None, rank: int | None
+) -> tuple[int, int | None, str | None, Stamp | None, int | None]:
+    """A log collector's time, a syslog time (with its host), a time in front of a rank
+    prefix, a collector's host, pytest's ``E``, then srun's label or a pdsh host: (where the
+    rest starts, srun task, host, the collector's stamp, rank)."""
     c = line[pos : pos + 1]
     if c in _DIGITS or c >= "\x80":
         m = _COLLECTOR.match(line, pos)
@@ -258,6 +314,9 @@ def _outer(line: str, pos: int) -> tuple[int, int | None, str | None, Stamp | No
             host = m["host"]
             pos = m.end()
             c = line[pos : pos + 1]
+    if c in _DIGITS or c in _LETTERS or c >= "\x80":
+        pos, host, collected, rank = _stamped(line, pos, host, collected, rank)
+        c = line[pos : pos + 1]
     if c == "E":
         m = _PYTEST.match(line, pos)
         if m:
@@ -266,12 +325,12 @@ def _outer(line: str, pos: int) -> tuple[int, int | None, str | None, Stamp | No
     if c in _SRUN_FIRST or c >= "\x80":
         m = _SRUN.match(line, pos)
         if m:
-            return m.end(), int(m[1]), host, collected
+            return m.end(), int(m[1]), host, collected, rank
     if c in _PDSH_FIRST or c >= "\x80":
         m = _PDSH.match(line, pos)
         if m:
-            return m.end(), None, m["host"], collected
-    return pos, None, host, collected
+            return m.end(), None, m["host"], collected, rank
+    return pos, None, host, collected, rank
 
 
 def _inner(
@@ -282,9 +341,11 @@ def _inner(
     task: int | None,
     host: str | None,
     collected: Stamp | None,
+    outer_rank: int | None = None,
 ) -> Prefixed:
     """The prefixes inside srun's / pdsh's, from ``pos``, and the message behind them."""
     pos, rank, worker_pid, host = _launchers(line, pos, host)
+    rank = outer_rank if rank is None else rank
     local_rank: int | None = None
     c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":

@@ -159,7 +159,17 @@ def _who(v: Verdict, hosts: dict[int, str]) -> str:
     node = _node_label(v.node, v.node_index, hosts)
     if node:
         who += f" on node {node}"
+    if v.rank_certainty is not None:
+        who += f" — {CERTAINTY_WORDS[v.rank_certainty]}"
     return who
+
+
+CERTAINTY_WORDS = {
+    "certain": "certain",
+    "likely": "likely, not certain",
+    "assumed": "assumed",
+}
+"""How the report says ``Verdict.rank_certainty`` next to the rank."""
 
 
 def _node_label(node: str | None, index: int | None, hosts: dict[int, str]) -> str | None:
