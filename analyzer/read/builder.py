@@ -26,6 +26,7 @@ from analyzer.read.fold import Item, RepeatBound
 from analyzer.read.match import WINDOW_BYTES, LineMatcher
 from analyzer.read.records import RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
+from analyzer.read.wrap import continues, unwrap
 
 TRACEBACK_MAX_LINES = 400
 """A traceback still open this many lines after it began is cut there."""
@@ -170,6 +171,8 @@ class EventBuilder:
             self.open[w] = _Traceback((text, pre, line_no, blk.offset + s, st, inh), msg)
             return e + 1
         got = self.matcher.lookup(msg, raw, text, s)
+        if got is None and e < len(data):
+            got = self._wrapped(data, e, pre, msg)
         if got is not None:
             p, fields = got
             line_no = blk.line_at(s)
@@ -182,6 +185,24 @@ class EventBuilder:
                 (p, fields, text, pre, line_no, blk, s),
             )
         return e + 1
+
+    def _wrapped(
+        self, data: bytes, e: int, pre: Prefixed, msg: str
+    ) -> tuple[Pattern, dict[str, str]] | None:
+        """A needle line no pattern matched, continued on the next line (``wrap.py``)."""
+        n = data.find(b"\n", e + 1)
+        raw = data[e + 1 : n if n >= 0 else min(len(data), e + 1 + WINDOW_BYTES)]
+        if not raw.strip() or len(raw) > WINDOW_BYTES:
+            return None
+        _text, nxt = self.matcher.line(raw)
+        if not continues(pre, nxt):
+            return None
+        got = unwrap(msg, nxt, self._match_whole)
+        return None if got is None or got[0].role == "candidate" else got
+
+    def _match_whole(self, msg: str) -> tuple[Pattern, dict[str, str]] | None:
+        pm = self.matcher.catalog.match(msg)
+        return None if pm is None else (pm.pattern, dict(pm.fields))
 
     def _follow(self, blk: Block, pos: int) -> int:
         """Read every line from ``pos`` while a traceback is open; return where it stopped

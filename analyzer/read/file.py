@@ -32,6 +32,7 @@ from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
 from analyzer.read.prefilter import Prefilter, StampSieve
 from analyzer.read.records import FileScan, RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock, line_stamp
+from analyzer.read.wrap import hard_wrap_width, unwrap_block
 
 BLOCK_BYTES = 8 << 20
 """Bytes read at a time (a parameter of :class:`FileScanner`; tests use tiny blocks)."""
@@ -98,10 +99,15 @@ class FileScanner:
         matcher = self.matcher
         matcher.quoted = False
 
+        wrap: list[int | None] = [None]
+
         def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
                 if blk.offset == 0:
                     matcher.quoted = quoted_paste(blk.data)
+                    wrap[0] = hard_wrap_width(blk.data)
+                if wrap[0]:
+                    blk.data = unwrap_block(blk.data, wrap[0])
                 builder.block(blk, matcher.candidates(blk.data))
                 clock.end_block(blk)
 
