@@ -29,6 +29,7 @@ def test_every_strategy_is_worded_documented_and_has_a_confidence() -> None:
         "op-mismatch",
         "call-mismatch",
         "lowest-enqueued",
+        "lowest-completed",
         "missing",
         "none",
     ]
@@ -67,6 +68,21 @@ def test_lowest_last_enqueued() -> None:
     ]
     f = find_culprit(t, set(range(3)))
     assert (f.rank, f.rule, f.detail["others_reached"]) == (1, "lowest-enqueued", 20)
+
+
+def test_lowest_last_completed() -> None:
+    """All enqueued alike; one rank never finished a collective the others finished."""
+    t = [
+        timeout(0, last_enqueued="9", last_completed="8"),
+        timeout(1, last_enqueued="9", last_completed="7"),
+        timeout(2, last_enqueued="9", last_completed="8"),
+    ]
+    f = find_culprit(t, set(range(3)))
+    assert (f.rank, f.rule, f.detail["others_reached"]) == (1, "lowest-completed", 8)
+    alike = [timeout(r, last_enqueued="9", last_completed="8") for r in range(3)]
+    assert find_culprit(alike, set(range(3))).rank is None
+    two_low = [timeout(r, last_completed=str(7 + (r > 1))) for r in range(3)]
+    assert find_culprit(two_low, set(range(3))).rank is None
 
 
 def test_the_one_rank_missing_from_the_reports() -> None:

@@ -393,5 +393,6 @@ def test_hang_reasons_are_worded_from_the_rule_and_its_facts() -> None:
         "op-mismatch",
         "call-mismatch",
         "lowest-enqueued",
+        "lowest-completed",
         "missing",
     }

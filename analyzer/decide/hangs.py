@@ -141,23 +141,43 @@ def call_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | No
     return _found("call-mismatch", rk, _first_of(timeouts, rk), detail)
 
 
+def _lowest(timeouts: list[Event], field: str) -> tuple[int, int, int] | None:
+    """(rank, its value, the highest value) when exactly one rank's ``field`` is below every
+    other rank's (each rank's lowest report counts)."""
+    low_of: dict[int, int] = {}
+    for r in timeouts:
+        v, rk = _int(r.cap(field)), r.rank
+        if v is not None and rk is not None:
+            low_of[rk] = min(v, low_of.get(rk, v))
+    if len(low_of) < 2:
+        return None
+    low = min(low_of.values())
+    lows = [rk for rk, v in low_of.items() if v == low]
+    if len(lows) != 1 or not any(v > low for v in low_of.values()):
+        return None
+    return lows[0], low, max(low_of.values())
+
+
 def lowest_enqueued(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
     """One rank's "last enqueued" work is behind every other rank's: it never issued the
     collective the others wait in."""
-    enq: dict[int, int] = {}
-    for r in timeouts:
-        v, rk = _int(r.cap("last_enqueued")), r.rank
-        if v is not None and rk is not None:
-            enq[rk] = min(v, enq.get(rk, v))
-    if len(enq) < 2:
+    got = _lowest(timeouts, "last_enqueued")
+    if got is None:
         return None
-    low = min(enq.values())
-    lows = [rk for rk, v in enq.items() if v == low]
-    if len(lows) != 1 or not any(v > low for v in enq.values()):
-        return None
-    rk = lows[0]
-    detail = {"rank": rk, "last_enqueued": low, "others_reached": max(enq.values())}
+    rk, low, high = got
+    detail = {"rank": rk, "last_enqueued": low, "others_reached": high}
     return _found("lowest-enqueued", rk, _first_of(timeouts, rk), detail)
+
+
+def lowest_completed(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
+    """Every rank enqueued alike, but one rank's "last completed" work is behind every other
+    rank's: the others finished a collective it never finished (it is stuck inside it)."""
+    got = _lowest(timeouts, "last_completed")
+    if got is None:
+        return None
+    rk, low, high = got
+    detail = {"rank": rk, "last_completed": low, "others_reached": high}
+    return _found("lowest-completed", rk, _first_of(timeouts, rk), detail)
 
 
 def missing(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
@@ -192,6 +212,7 @@ CONFIDENCE: dict[str, float] = {
     "op-mismatch": 0.75,
     "call-mismatch": 0.7,
     "lowest-enqueued": 0.7,
+    "lowest-completed": 0.6,
     "missing": 0.65,
     "none": 0.5,
 }
@@ -221,6 +242,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     Strategy("op-mismatch", op_mismatch),
     Strategy("call-mismatch", call_mismatch),
     Strategy("lowest-enqueued", lowest_enqueued),
+    Strategy("lowest-completed", lowest_completed),
     Strategy("missing", missing),
     Strategy("none", none),
 )

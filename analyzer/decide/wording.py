@@ -103,6 +103,10 @@ HANG_REASONS: dict[str, str] = {
         "rank {rank} last enqueued work {last_enqueued} while the others reached "
         "{others_reached}: it never issued the collective the others wait in"
     ),
+    "lowest-completed": (
+        "rank {rank} last completed work {last_completed} while the others completed "
+        "{others_reached}: it is stuck in a collective the others finished"
+    ),
     "missing": (
         "rank {rank} is the only rank of {world} that reported no collective timeout: the others "
         "were waiting for it"
