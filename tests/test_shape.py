@@ -45,3 +45,25 @@ def test_by_rank_node_labels_prefer_the_host_whatever_the_row_order() -> None:
     for order in (rows, rows[::-1]):
         df = pl.DataFrame(order, schema={"node_index": pl.Int64, "node": pl.Utf8}, orient="row")
         assert _node_labels(df, None) == {1: "1", 2: "gpu-node-003"}
+
+
+# ProcessGroupNCCL's watchdog line (torch 2.2-2.3 form, torch/csrc/distributed/c10d/
+# ProcessGroupNCCL.cpp), printed without c10d's [rankN]: prefix (torch before 2.3 had none).
+PG_LINE = (
+    "[E ProcessGroupNCCL.cpp:1537] [PG {pg} Rank {rank}] Timeout at NCCL work: 5, last "
+    "enqueued NCCL work: 5, last completed NCCL work: 4.\n"
+)
+
+
+def test_a_default_groups_rank_is_the_global_rank(tmp_path: Path) -> None:
+    """``[PG 0 Rank 25]`` (the default group) names global rank 25; a subgroup's rank, or a
+    bare ``[Rank N]``, names none."""
+    job = write_job(
+        tmp_path / "job",
+        {"slurm-1.out": PG_LINE.format(pg=0, rank=25) + PG_LINE.format(pg=3, rank=1)},
+    )
+    rows = analyze(job).rows
+    assert [(r.cap("pg_id"), r.rank) for r in rows if r.cap("pg_rank")] == [
+        ("0", 25),
+        ("3", None),
+    ]

@@ -148,7 +148,8 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     # name: (the type a pattern must declare for it, or None for any; meaning)
     "op": ("str", "the collective or operation (ALLREDUCE, _ALLGATHER_BASE ...)"),
     "seq": ("int", "a collective's sequence number (NCCL's SeqNum)"),
-    "pg_id": ("str", "a process group's id or name"),
+    "pg_id": ("str", "a process group's id or name (0: the default group)"),
+    "pg_desc": ("str", "a process group's description (`default_pg`: the default group)"),
     "pg_rank": (None, "a rank within a process group (not a global rank)"),
     "src_rank": ("int", "the peer rank a message names (a store client, a sender)"),
     "last_enqueued": ("int", "the last work sequence number a rank enqueued"),

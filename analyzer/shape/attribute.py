@@ -139,6 +139,20 @@ def _file_rank(sc: FileScan) -> int | None:
     return ranks.pop() if len(ranks) == 1 else None
 
 
+def default_pg_rank(ev: RawEvent) -> int | None:
+    """The rank a ProcessGroupNCCL line names inside the default process group
+    (``[PG ID 0 PG GUID 0(default_pg) Rank 3]``, ``[PG 0 Rank 3]``): there the group's rank
+    is the global rank. A subgroup's rank, or ``[Rank 3]`` with no group, names no global
+    rank."""
+    f = ev.fields
+    pg_rank = f.get("pg_rank")
+    if not pg_rank or not pg_rank.isdecimal():
+        return None
+    if f.get("pg_desc") == "default_pg" or f.get("pg_id") == "0":
+        return int(pg_rank)
+    return None
+
+
 def _attribute_file(sc: FileScan, ctx: _Context, out: list[tuple[RawEvent, Attribution]]) -> None:
     """Place every event of one file, in order (a traceback's owner carries over lines)."""
     file_rank = _file_rank(sc)
@@ -148,6 +162,8 @@ def _attribute_file(sc: FileScan, ctx: _Context, out: list[tuple[RawEvent, Attri
         rank = ev.rank if ev.rank is not None else file_rank
         if rank is None:
             rank = roles.int(ev, "global_rank")
+        if rank is None:
+            rank = default_pg_rank(ev)
         local_rank = ev.local_rank
         if local_rank is None:
             local_rank = roles.int(ev, "local_rank")
