@@ -167,6 +167,24 @@ class Pattern:
         g = m.groups()
         return {n: v for n, i in names if (v := g[i])}
 
+    def near(self, message: str) -> _Match[str] | None:
+        """A near miss: ``message`` is cut before the end of a line this pattern matches (a
+        version that prints fewer trailing clauses, a paste or wrap cut short), and what it
+        holds reaches past one of the pattern's needles. The groups read so far are captured;
+        the rest stay empty."""
+        if self.disabled_reason:
+            return None
+        try:
+            m = self.regex.search(
+                message, partial=True, timeout=USER_TIMEOUT_S if self.user else None
+            )
+        except TimeoutError:
+            return None
+        if m is None or not m.partial:
+            return None
+        got = m.group()
+        return m if any(n in got for n in self.needles) else None
+
     def search(self, message: str) -> _Match[str] | None:
         """Search ``message``; a user pattern that runs out of time is disabled, not fatal."""
         if not self.user:

@@ -153,6 +153,8 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "pg_rank": (None, "a rank within a process group (not a global rank)"),
     "src_rank": ("int", "the peer rank a message names (a store client, a sender)"),
     "last_enqueued": ("int", "the last work sequence number a rank enqueued"),
+    "near_miss": ("str", "set by the reader, never a pattern: the line is cut before the end of "
+                  "what its pattern matches (a near miss, lower confidence)"),
     "last_completed": ("int", "the last work sequence number a rank completed"),
     "lagging_ranks": ("str", "the ranks a desync report names as lagging"),
     "exc_type": ("str", "an exception's type (the reader sets it on a traceback too)"),

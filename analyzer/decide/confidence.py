@@ -10,6 +10,7 @@ from __future__ import annotations
 
 CONFIDENCE: dict[str, float] = {
     "root-uncatalogued": 0.75,
+    "root-near-miss": 0.6,
     "alternative": 0.3,
     "alternative-slurm-end": 0.2,
     "slurm-end": 0.85,
@@ -20,5 +21,6 @@ CONFIDENCE: dict[str, float] = {
     "none": 0.8,
 }
 """Confidence of a verdict by the rule that chose it (``docs/decisions.md``):
-``root-uncatalogued`` is a root no catalog pattern claims (a bare traceback); the
+``root-uncatalogued`` is a root no catalog pattern claims (a bare traceback); ``root-near-miss``
+a root whose line is cut before the end of what its pattern matches (``near_miss`` capture); the
 ``alternative`` rows are the roots and SLURM end considered beside the verdict."""

@@ -57,11 +57,12 @@ def root(job: JobView) -> Proposal | None:
     if not job.roots:
         return None
     chosen = earliest(job.roots)
-    conf = (
-        CONFIDENCE["root-uncatalogued"]
-        if chosen.tagged("uncatalogued")
-        else info(chosen.category).confidence
-    )
+    if chosen.tagged("uncatalogued"):
+        conf = CONFIDENCE["root-uncatalogued"]
+    elif chosen.cap("near_miss"):
+        conf = min(CONFIDENCE["root-near-miss"], info(chosen.category).confidence)
+    else:
+        conf = info(chosen.category).confidence
     sig = signature(chosen)
     same = tuple(first_per_rank(r for r in job.roots if signature(r) == sig))
     event = same[0] if clearly_first(same) else chosen

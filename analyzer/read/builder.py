@@ -42,6 +42,32 @@ _Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
 """(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
 
 
+def _catch_all(p: Pattern) -> bool:
+    """A match that says little: an error-looking candidate line or the generic exception."""
+    return p.role == "candidate" or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags
+
+
+_FAILURE_WORD = regex.compile(
+    r"(?i:error|fail|fatal|abort|kill|dead|died|exception|timeout|timed out|exit|xid|oom"
+    r"|overflow|nan\b|inf\b|unexpected|mismatch|duplicate|can't|cannot|unable)"
+)
+_PY_WARNING = regex.compile(r"[\w.]*Warning: ")
+
+
+def _errorish(pre: Prefixed, msg: str) -> bool:
+    """A line no pattern matched that still reads as a failure: an error-level logger prefix,
+    or a failure word (NCCL prints fatal errors at WARN) outside a Python warning. Only such a
+    line may be a near miss: a harmless line that happens to hold a needle (torchvision's
+    ``UserWarning: Failed to load image Python extension``) stays harmless."""
+    if _PY_WARNING.search(msg):
+        return False
+    return (
+        pre.level in ("E", "F", "C")
+        or "NCCL WARN" in msg
+        or _FAILURE_WORD.search(msg) is not None
+    )
+
+
 def writer(p: Prefixed) -> Writer:
     """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
     pid); the last two from a pdsh or Ray actor prefix."""
@@ -173,6 +199,8 @@ class EventBuilder:
         got = self.matcher.lookup(msg, raw, text, s)
         if got is None and e < len(data):
             got = self._wrapped(data, e, pre, msg)
+        if (got is None and _errorish(pre, msg)) or (got is not None and _catch_all(got[0])):
+            got = self.matcher.near_miss(msg, s) or got
         if got is not None:
             p, fields = got
             line_no = blk.line_at(s)
@@ -269,6 +297,10 @@ class EventBuilder:
         (a generic error form or exception line; a frame's pattern names what the program
         was doing: ``frame_hit``)."""
         pm = self.matcher.match(msg, raw, text, pos)
+        if pm is None or _catch_all(pm.pattern):
+            near = self.matcher.near_miss(msg, pos)
+            if near is not None:
+                return PatternMatch(near[0], near[1])
         if pm is None or pm.pattern.role == "candidate":
             return None
         if fm and "frame" in pm.pattern.tags:

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import cast
 
-from analyzer.catalog.model import Catalog, Pattern, PatternMatch, match_priority
+import regex
+
+from analyzer.catalog.model import (
+    GENERIC_EXCEPTION_TAG,
+    Catalog,
+    Pattern,
+    PatternMatch,
+    match_priority,
+)
 from analyzer.lines.prefixes import Prefixed, split_prefixes
 from analyzer.read.prefilter import Prefilter
 from analyzer.util.sanitize import clean_line, decode
@@ -187,6 +195,36 @@ class LineMatcher:
             self._matches[msg] = got
         return got
 
+    def near_miss(self, msg: str, start: int | None) -> tuple[Pattern, dict[str, str]] | None:
+        """The first pattern (in ``match_priority`` order) that ``msg`` is a near miss of
+        (``Pattern.near``): a root or symptom pattern, not a catch-all, whose needle the line
+        holds, when every such pattern means the same category. Its captures are what the
+        cut line still holds, with ``near_miss`` set."""
+        found = None if self._line_needles is None or start is None else (
+            self._line_needles.get(start)
+        )
+        if found is not None:
+            key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
+            sub = self._subsets.get(key) or self._subset(found)
+        else:
+            sub = sorted(
+                (p for p in self.catalog.patterns if any(n in msg for n in p.needles)),
+                key=match_priority,
+            )
+        near: list[tuple[Pattern, regex.Match[str]]] = []
+        for p in sub:
+            if p.role not in _NEAR_ROLES or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags:
+                continue
+            if not any(n in msg for n in p.needles):
+                continue
+            m = p.near(msg)
+            if m is not None:
+                near.append((p, m))
+        if not near or len({p.category for p, _m in near}) != 1:
+            return None  # none, or patterns of different meanings: the cut line is ambiguous
+        p, m = near[0]
+        return p, {**p.fields(m), NEAR_MISS: "1"}
+
     def _subset(self, found: set[int] | int) -> list[Pattern]:
         """The patterns owning the needles ``found``, in ``match_priority`` order (cached)."""
         key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
@@ -199,3 +237,6 @@ class LineMatcher:
 
 
 _MISS = object()
+_NEAR_ROLES = frozenset({"root", "symptom"})
+NEAR_MISS = "near_miss"
+"""The capture the reader sets on a near miss's event (``LineMatcher.near_miss``)."""
