@@ -120,6 +120,7 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
         category=v.category,
         pattern_id=v.pattern_id,
         rank=v.rank,
+        rank_certainty=v.rank_certainty,
         node=_node_label(v, a.attributed.geometry.task_hosts),
         time=v.time.replace(tzinfo=None) if v.time is not None else None,
         cause=v.cause,

@@ -25,6 +25,7 @@ COLUMNS: dict[str, str] = {
     "category": "str",
     "pattern_id": "str",
     "rank": "int",
+    "rank_certainty": "str",
     "node": "str",
     "time": "datetime",
     "fingerprint": "str",
