@@ -148,6 +148,13 @@ def test_dead_worker_a_failed_job_is_never_ok() -> None:
     assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (2, None, "certain")
 
 
+def test_dead_worker_several_alike_at_once_name_no_rank() -> None:
+    """Every worker aborted alike in the same second: no single rank to blame."""
+    dead = [ev("unknown", "context", line=i, rank=i, roles={"exit_code": "-6"}) for i in range(3)]
+    d = ranked(*dead)
+    assert (d.rank, d.rule) == (None, "same-way-together")
+
+
 def test_a_zero_exit_is_no_death() -> None:
     p = proposed(ev("unknown", "context", roles={"exit_code": "0"}))
     assert (p.rule, p.status) == ("none", "ok")

@@ -296,8 +296,8 @@ _FAILED = frozenset(
 RANK_RULES: tuple[RankRule, ...] = (
     RankRule("slurm-end", frozenset({"slurm-end"}), slurm_end),
     RankRule("culprit", frozenset({"hang", "end-after-symptoms"}), culprit),
-    RankRule("same-way-first", _ROOT, same_way_first),
-    RankRule("same-way-together", _ROOT, same_way_together),
+    RankRule("same-way-first", _ROOT | {"dead-worker"}, same_way_first),
+    RankRule("same-way-together", _ROOT | {"dead-worker"}, same_way_together),
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),

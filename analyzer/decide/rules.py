@@ -190,13 +190,17 @@ def dead_worker(job: JobView) -> Proposal | None:
     """No root, SLURM end or symptom, but a worker's exit record (a non-zero exit code in
     torchrun's ChildFailedError block, an agent's or srun's exit line): the job failed and no
     line says why. The verdict is ``unknown``, made from the first worker that exited on its own
-    (one the launcher stopped, SIGTERM/SIGINT, only when no other did)."""
+    (one the launcher stopped, SIGTERM/SIGINT, only when no other did); several workers that
+    exited alike (the same code) are compared as a root's copies are."""
     dead = [r for r in job.rows if _exit_code(r) is not None]
     if not dead:
         return None
-    own = [r for r in dead if str(_exit_code(r)) not in KILLED_BY_LAUNCHER]
+    own = [r for r in dead if str(_exit_code(r)) not in KILLED_BY_LAUNCHER] or dead
+    first = earliest(own)
+    same = tuple(first_per_rank(r for r in own if _exit_code(r) == _exit_code(first)))
+    event = same[0] if clearly_first(same) else first
     return Proposal(
-        "dead-worker", earliest(own or dead), CONFIDENCE["unknown"], category=Category.UNKNOWN
+        "dead-worker", event, CONFIDENCE["unknown"], category=Category.UNKNOWN, same=same
     )
 
 
