@@ -298,6 +298,24 @@ def test_paste_cut_a_headless_traceback_names_none() -> None:
     assert ranked(ev(rank=2, traceback=tb), world=1).rank == 2
 
 
+def _launcher_reports(rank: int) -> tuple[Event, Event]:
+    """torchrun's records: ``rank`` exited 1 on its own; another worker got SIGTERM."""
+    died = ev("python_exception", "symptom", line=20, rank=rank, seconds=5, tags=("death",),
+              roles={"exit_code": "1"})
+    stopped = ev("unknown", "symptom", line=18, seconds=4, roles={"signal": "SIGTERM"})
+    return died, stopped
+
+
+def test_the_launcher_singling_out_the_rank_keeps_it() -> None:
+    """A uniform-looking error, or a paste cut inside the traceback, still names the rank the
+    launcher reports as the only worker that died on its own (the others it stopped)."""
+    tb = 'File "train.py", line 3, in <module>\nAttributeError: x'
+    d = ranked(ev("import_error", rank=1, traceback=tb), *_launcher_reports(1))
+    assert (d.rank, d.rule) == (1, None)
+    other = ranked(ev("import_error", rank=1, traceback=tb), *_launcher_reports(0))
+    assert other.rank is None
+
+
 def test_only_rank_for_a_one_process_job_as_a_whole() -> None:
     root = ev(seconds=None)
     assert ranked(root, world=1).rank is None

@@ -252,11 +252,14 @@ def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
 def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A start-up error every rank raises alike (a bad argument, a missing module) names no
     rank when the logs show no other rank: the launcher reported the first copy it saw. Other
-    ranks seen without it (a node with a broken environment) keep the rank."""
+    ranks seen without it (a node with a broken environment), or a launcher that reports this
+    rank as the only one that died on its own and stopped the others, keep the rank."""
     e = p.event
     if e is None or not _alone(p) or d.rank is None:
         return None
     if not (info(e.category).uniform or e.tagged("uniform") or uniform_by_detail(e, job.rows)):
+        return None
+    if _launcher_singled_out(job, d.rank):
         return None
     sig = signature(e)
     others = any(
@@ -266,13 +269,28 @@ def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     return None if others else d.unnamed("uniform", rank=d.rank)
 
 
+def _launcher_singled_out(job: JobView, rank: int) -> bool:
+    """The launcher reports ``rank`` as the only worker that died on its own (an exit record
+    of its own) and stopped the others itself (SIGTERM): the failure was not every rank's."""
+    own: set[int] = set()
+    stopped = False
+    for r in job.rows:
+        code, sig = r.role_of("exit_code"), r.role_of("signal")
+        if code in KILLED_BY_LAUNCHER or sig in KILLED_BY_LAUNCHER:
+            stopped = True
+        elif r.tagged("death") and r.rank is not None and code not in (None, "0"):
+            own.add(r.rank)
+    return stopped and own == {rank}
+
+
 def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """The log begins inside the rank's traceback (a paste cut at the top): what came before
-    is missing, so the log cannot show that this rank failed first."""
+    is missing, so the log cannot show that this rank failed first, unless the launcher reports
+    it as the only worker that died on its own (and stopped the others)."""
     e = p.event
     if e is None or not _alone(p) or d.rank is None or not headless(e):
         return None
-    if job.geo.world_size == 1:
+    if job.geo.world_size == 1 or _launcher_singled_out(job, d.rank):
         return None
     return d.unnamed("paste-cut", rank=d.rank)
 
