@@ -155,6 +155,18 @@ def test_dead_worker_several_alike_at_once_name_no_rank() -> None:
     assert (d.rank, d.rule) == (None, "same-way-together")
 
 
+def test_death_records_of_several_ranks_at_once_name_no_rank() -> None:
+    """Three workers' SIGSEGV records in the same second: the first listed is not the first."""
+    deaths = [
+        ev("native_crash", "symptom", line=10 + i, rank=i, tags=("death-record",),
+           pattern="test.exit.sigsegv")
+        for i in (1, 2, 0)
+    ]
+    p = proposed(*deaths)
+    assert p.rule == "death-record" and len(p.same) == 3
+    assert ranked(*deaths).rank is None
+
+
 def test_a_zero_exit_is_no_death() -> None:
     p = proposed(ev("unknown", "context", roles={"exit_code": "0"}))
     assert (p.rule, p.status) == ("none", "ok")

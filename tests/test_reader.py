@@ -447,3 +447,24 @@ def test_every_example_of_the_traceback_pattern_opens_a_traceback(tmp_path: Path
         assert [(e.pattern_id, e.role) for e in evs] == [("python.traceback", "root")], ex.line
         assert evs[0].fields == {"exc_type": "KeyError", "exc_msg": str(i),
                                  "frame": 'File "train.py", line 4, in step'}
+
+
+def test_a_paste_that_begins_with_a_frames_source_line_is_a_headless_traceback(
+    tmp_path: Path,
+) -> None:
+    """The first line is the source line of a frame whose ``File`` line was cut off: the
+    exception below is read as the end of that (headless) traceback, so the rank rules know
+    the paste begins inside it (tests/wild/c-llamafactory-zero3-cpuadam-keyerror-2ranks)."""
+    from analyzer.api import analyze
+    from tests.helpers import write_job
+
+    text = (
+        "[rank2]:     self._optimizer_step(sub_group_id)\n"
+        '[rank2]:   File "/opt/conda/lib/python3.11/site-packages/deepspeed/ops/adam/cpu_adam.py",'
+        " line 164, in step\n"
+        "[rank2]:     group['weight_decay'], group['bias_correction'], p.data, p.grad.data,\n"
+        "[rank2]: KeyError: 'bias_correction'\n"
+    )
+    rows = analyze([write_job(tmp_path / "job", {"a.log": text})]).rows
+    (root,) = [r for r in rows if r.role == "root"]
+    assert root.traceback is not None and root.traceback.lstrip().startswith("self._optimizer")

@@ -304,6 +304,7 @@ def only_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
 
 
 _ROOT = frozenset({"root"})
+_DEATHS = frozenset({"death-record", "dead-worker"})
 _FAILED = frozenset(
     {
         "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
@@ -314,8 +315,8 @@ _FAILED = frozenset(
 RANK_RULES: tuple[RankRule, ...] = (
     RankRule("slurm-end", frozenset({"slurm-end"}), slurm_end),
     RankRule("culprit", frozenset({"hang", "end-after-symptoms"}), culprit),
-    RankRule("same-way-first", _ROOT | {"dead-worker"}, same_way_first),
-    RankRule("same-way-together", _ROOT | {"dead-worker"}, same_way_together),
+    RankRule("same-way-first", _ROOT | _DEATHS, same_way_first),
+    RankRule("same-way-together", _ROOT | _DEATHS, same_way_together),
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),

@@ -125,13 +125,18 @@ def slurm_end(job: JobView) -> Proposal | None:
 
 def death_record(job: JobView) -> Proposal | None:
     """No root line, but a worker's death record of a category that says why it died (a
-    scheduler's OOM kill, a fatal signal, a CUDA error exit): the earliest is the verdict."""
+    scheduler's OOM kill, a fatal signal, a CUDA error exit): the earliest is the verdict.
+    Several ranks' records of the same death are compared as a root's copies are."""
     promotable = [
         r for r in job.symptoms if info(r.category).promotable and r.tagged("death-record")
     ]
     if not promotable:
         return None
-    return Proposal("death-record", earliest(promotable), CONFIDENCE["death-record"])
+    first = earliest(promotable)
+    sig = signature(first)
+    same = tuple(first_per_rank(r for r in promotable if signature(r) == sig))
+    event = same[0] if clearly_first(same) else first
+    return Proposal("death-record", event, CONFIDENCE["death-record"], same=same)
 
 
 def hang(job: JobView) -> Proposal | None:

@@ -150,8 +150,9 @@ class EventBuilder:
         return self.bound.events()
 
     def _head(self, blk: Block) -> int:
-        """A log that begins inside a traceback (its first line is an indented frame: a paste
-        or an excerpt cut above ``Traceback (most recent call last):``) opens that traceback
+        """A log that begins inside a traceback (its first line is an indented frame, or a
+        frame's source line above a frame: a paste or an excerpt cut above ``Traceback (most
+        recent call last):``) opens that traceback
         *headless*, so its frames join the exception line below them. Returns where reading
         goes on."""
         self.started = True
@@ -168,7 +169,7 @@ class EventBuilder:
         raw = data[pos : min(e, pos + WINDOW_BYTES)]
         text, pre = self.matcher.line(raw)
         msg = pre.message
-        if not (msg[:1].isspace() and FRAME.match(msg)):
+        if not (msg[:1].isspace() and (FRAME.match(msg) or self._frame_below(blk, e))):
             return 0
         line_no = blk.line_at(pos)
         st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
@@ -177,6 +178,16 @@ class EventBuilder:
         self.open[writer(pre)] = tb
         self._feed(tb, blk, pos, raw, text, pre, line_no)
         return e + 1
+
+    def _frame_below(self, blk: Block, e: int) -> bool:
+        """Whether the line after offset ``e`` is a traceback frame (the log then begins with
+        the source line of a frame whose ``File`` line was cut off)."""
+        data = blk.data
+        if e >= len(data):
+            return False
+        nxt = blk.line_end(e + 1)
+        _text, pre = self.matcher.line(data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)])
+        return FRAME.match(pre.message) is not None
 
     # -- lines ----------------------------------------------------------------------------
     def _candidate(self, blk: Block, s: int) -> int:
