@@ -99,7 +99,9 @@ def test_a_traceback_that_begins_with_a_frame_is_headless() -> None:
     assert headless(_row(5, traceback=cut))
     assert not headless(_row(5, traceback=whole))
     assert not headless(_row(5))
-    source_first = "    self._optimizer_step(sub_group_id)\n  File \"stage3.py\", line 1070\nKeyError: 'x'"
+    source_first = (
+        "    self._optimizer_step(sub_group_id)\n  File \"stage3.py\", line 1070\nKeyError: 'x'"
+    )
     assert headless(_row(5, traceback=source_first))
 
 

@@ -39,7 +39,8 @@ def uniform_by_detail(chosen: Event, rows: Iterable[Event]) -> bool:
 def headless(chosen: Event) -> bool:
     """Whether ``chosen`` is a traceback whose start the log does not have: its text begins
     with a frame or a frame's source line, not ``Traceback (most recent call last):`` (a
-    paste that begins inside it). What came before was cut off, so the log cannot show that this rank failed first."""
+    paste that begins inside it). What came before was cut off, so the log cannot show that
+    this rank failed first."""
     tb = chosen.traceback
     return tb is not None and not tb.lstrip().startswith(_HEADS)
 
