@@ -376,6 +376,12 @@ def test_a_syslog_style_time_is_peeled_and_a_journald_host_kept(
          "An error occurred: KeyError 'x'"),
         ("2024-05-01 12:34:56 [node01:3]: boom", 3, "node01", Stamp(2024, 5, 1, 12, 34, 56),
          "boom"),
+        # a PAI-DLC pod's name in front of torchelastic's logger (tests/wild/c-memoryvla-…)
+        ("[dlc1mtq58q0821ib-master-0] [2026-03-30 19:24:35,966] torch.distributed.elastic."
+         "multiprocessing.api: [WARNING] Sending process 73 the closing signal SIGTERM", None,
+         "dlc1mtq58q0821ib-master-0", Stamp(2026, 3, 30, 19, 24, 35, 966000),
+         "Sending process 73 the closing signal SIGTERM"),
+        ("[node-3] [rank3]: boom", 3, "node-3", None, "boom"),
     ],
 )
 def test_time_and_host_in_front_of_the_rank(
@@ -396,6 +402,7 @@ def test_time_and_host_in_front_of_the_rank(
         "2024-05-01 12:34:56,789 - INFO - training started",
         "12:34:56 loss 2.3",
         "1714567890 events processed",
+        "[INFO] [2024-01-01 00:00:00] no host in the first bracket",
     ],
 )
 def test_a_time_before_the_message_itself_stays(line: str) -> None:

@@ -67,3 +67,14 @@ def test_a_default_groups_rank_is_the_global_rank(tmp_path: Path) -> None:
         ("0", 25),
         ("3", None),
     ]
+
+
+def test_a_default_groups_rank_inside_another_patterns_line(tmp_path: Path) -> None:
+    """The ``what():`` line of a watchdog abort is claimed by the CUDA error it carries; its
+    ``[PG ID 0 PG GUID 0(default_pg) Rank 2]`` still names global rank 2 (torch 2.4 form)."""
+    line = (
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group watchdog thread "
+        "terminated with exception: CUDA error: an illegal memory access was encountered\n"
+    )
+    rows = analyze(write_job(tmp_path / "job", {"a.log": line})).rows
+    assert [(r.category, r.rank) for r in rows if r.role == "root"] == [("cuda_error", 2)]

@@ -61,9 +61,12 @@ Peeled only in front of a prefix that carries a rank (``_RANK_AHEAD``)."""
 _HOSTED = regex.compile(
     r"(?P<host>[A-Za-z0-9][\w.-]*) \[std(?:err|out)\] "
     r"|\[(?P<host>[A-Za-z0-9][\w.-]*):(?P<rank>\d{1,6})\]: "
+    r"|\[(?P<host>[A-Za-z][\w.-]*\d[\w.-]*)\] (?=\[(?:\d{4}-\d\d-\d\d|rank\d|default\d))"
 )
-"""A log collector's ``host [stderr] `` / ``host [stdout] ``, or a wrapper's ``[host:N]: `` (N is
-the process's global rank)."""
+"""A log collector's ``host [stderr] `` / ``host [stdout] ``, a wrapper's ``[host:N]: `` (N is
+the process's global rank), or a platform's ``[host] `` in front of a logger's bracketed date or
+a rank prefix (a PAI-DLC pod: ``[dlc…-master-0] [2026-03-30 19:24:35,966] torch…``; the name
+holds a digit, so ``[INFO] [`` is not a host)."""
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _SYSLOG = regex.compile(
     r"(?P<mon>" + "|".join(_MONTHS) + r") {1,2}(?P<d>\d{1,2}) "

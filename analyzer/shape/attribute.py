@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+import regex
+
 from analyzer.catalog.model import Catalog
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import Claim, CommRanks, comm_ranks
@@ -146,11 +148,17 @@ def default_pg_rank(ev: RawEvent) -> int | None:
     rank."""
     f = ev.fields
     pg_rank = f.get("pg_rank")
-    if not pg_rank or not pg_rank.isdecimal():
+    if pg_rank and pg_rank.isdecimal():
+        if f.get("pg_desc") == "default_pg" or f.get("pg_id") == "0":
+            return int(pg_rank)
         return None
-    if f.get("pg_desc") == "default_pg" or f.get("pg_id") == "0":
-        return int(pg_rank)
-    return None
+    m = _DEFAULT_PG.search(ev.text) if "Rank " in ev.text else None
+    return int(m[1]) if m else None
+
+
+_DEFAULT_PG = regex.compile(r"\[PG (?:ID )?0 (?:PG GUID 0(?:\(default_pg\))? )?Rank (\d+)\]")
+"""ProcessGroupNCCL's prefix of a default-group message inside any line (a ``what():`` line
+another pattern claims): ``[PG ID 0 PG GUID 0(default_pg) Rank 2]``, ``[PG 0 Rank 2]``."""
 
 
 def _attribute_file(sc: FileScan, ctx: _Context, out: list[tuple[RawEvent, Attribution]]) -> None:
