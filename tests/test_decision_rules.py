@@ -264,6 +264,18 @@ def test_from_line_takes_the_one_rank_nearby() -> None:
     assert (d.rank, d.rule, d.evidence) == (6, "from-line", (near,))
 
 
+def test_traceback_below_an_unranked_root_lends_its_rank() -> None:
+    """CUDA's device-side assert (no rank prefix) and, on the next line, rank 5's traceback."""
+    root = ev("nan_loss", line=2, seconds=None)
+    tb = ev("python_exception", "symptom", line=3, rank=5, seconds=None, traceback="Traceback")
+    d = ranked(root, tb)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (5, "traceback-below", "likely")
+    far = ev("python_exception", "symptom", line=9, rank=5, seconds=None, traceback="Traceback")
+    assert ranked(root, far).rank is None
+    two = ev("python_exception", "symptom", line=4, rank=6, seconds=None, traceback="Traceback")
+    assert ranked(root, tb, two).rank is None
+
+
 def test_victim_a_symptom_names_no_rank() -> None:
     d = ranked(ev("network", "symptom", rank=4))
     assert (d.rank, d.rule) == (None, "victim")
@@ -348,7 +360,8 @@ def test_every_rank_rule_is_reachable() -> None:
     """Each rank rule in the registry is exercised above (a rule added without a test fails)."""
     tested = {
         "slurm-end", "culprit", "same-way-first", "same-way-together", "peer-died-first",
-        "from-line", "victim", "only-death", "srun-exit", "uniform", "paste-cut", "only-rank",
+        "from-line", "traceback-below", "victim", "only-death", "srun-exit", "uniform",
+        "paste-cut", "only-rank",
     }
     assert {r.id for r in rank_decision.RANK_RULES} == tested
     assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)

@@ -8,6 +8,7 @@ CERTAINTY: dict[str | None, str] = {
     "only-death": "certain",
     "only-rank": "certain",
     "from-line": "likely",
+    "traceback-below": "likely",
     "culprit": "likely",
     "inferred": "likely",
 }

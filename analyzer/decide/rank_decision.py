@@ -186,6 +186,26 @@ def from_line(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
     return d.taken_from(near[0], "from-line")
 
 
+def traceback_below(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked root line followed at once (within two lines, same file) by one rank's
+    traceback takes that rank: a message the runtime writes past the launcher's rank prefix
+    (CUDA's device-side assert, a C++ abort) and the Python traceback it raises in that rank."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
+        return None
+    below = [
+        r
+        for r in job.active
+        if r.file == e.file
+        and e.line < r.line <= e.line + NEAR_LINES
+        and r.rank is not None
+        and r.traceback is not None
+    ]
+    if len({r.rank for r in below}) != 1:
+        return None
+    return d.taken_from(below[0], "traceback-below")
+
+
 def victim(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A verdict made from a symptom does not name the symptom's rank (unless the line
     records that rank's own death): the rank is where the failure showed, not where it
@@ -319,6 +339,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("same-way-together", _ROOT | _DEATHS, same_way_together),
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
+    RankRule("traceback-below", _ROOT, traceback_below),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
     RankRule("only-death", frozenset({"root", "unknown", "dead-worker"}), only_death),
     RankRule("srun-exit", _ROOT, srun_exit),

@@ -33,6 +33,7 @@ RULES: dict[str, str] = {
 each."""
 
 RANK_NOTES: dict[str, str] = {
+    "traceback-below": "rank from the traceback right below the line ({file}:{line})",
     "from-line": "rank from {file}:{line}",
     "peer-died-first": (
         "a worker died before this link error ({file}:{line}); the reporting rank is not blamed"
