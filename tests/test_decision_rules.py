@@ -153,6 +153,7 @@ def test_dead_worker_several_alike_at_once_name_no_rank() -> None:
     dead = [ev("unknown", "context", line=i, rank=i, roles={"exit_code": "-6"}) for i in range(3)]
     d = ranked(*dead)
     assert (d.rank, d.rule) == (None, "same-way-together")
+    assert proposed(*dead).category == "native_crash"  # SIGABRT says a native crash
 
 
 def test_death_records_of_several_ranks_at_once_name_no_rank() -> None:

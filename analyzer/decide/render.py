@@ -91,8 +91,8 @@ def _texts(p: Proposal, job: JobView) -> tuple[str, str, str]:
         title = wording.UNKNOWN_TITLE
         cause, fix = wording.unknown_cause(e.title or e.pattern_id), wording.UNKNOWN_FIX
     elif p.rule == "dead-worker":
-        title = wording.UNKNOWN_TITLE
-        cause = wording.dead_worker_cause(e.role_of("exit_code"), e.rank)
+        title = wording.dead_worker_title(e.role_of("exit_code"))
+        cause = wording.dead_worker_cause(e.role_of("exit_code"), e.rank, len(p.same))
         fix = wording.DEAD_WORKER_FIX
     else:
         cause, fix = _pattern_texts(e, job)

@@ -194,7 +194,8 @@ def _exit_code(e: Event) -> int | None:
 def dead_worker(job: JobView) -> Proposal | None:
     """No root, SLURM end or symptom, but a worker's exit record (a non-zero exit code in
     torchrun's ChildFailedError block, an agent's or srun's exit line): the job failed and no
-    line says why. The verdict is ``unknown``, made from the first worker that exited on its own
+    line says why. The verdict is ``unknown`` (a native crash or host OOM when the worker died of
+    a signal that says so, ``SIGNAL_CATEGORY``), made from the first worker that exited on its own
     (one the launcher stopped, SIGTERM/SIGINT, only when no other did); several workers that
     exited alike (the same code) are compared as a root's copies are."""
     dead = [r for r in job.rows if _exit_code(r) is not None]
@@ -204,9 +205,20 @@ def dead_worker(job: JobView) -> Proposal | None:
     first = earliest(own)
     same = tuple(first_per_rank(r for r in own if _exit_code(r) == _exit_code(first)))
     event = same[0] if clearly_first(same) else first
-    return Proposal(
-        "dead-worker", event, CONFIDENCE["unknown"], category=Category.UNKNOWN, same=same
-    )
+    category = SIGNAL_CATEGORY.get(_exit_code(event) or 0, Category.UNKNOWN)
+    return Proposal("dead-worker", event, CONFIDENCE["unknown"], category=category, same=same)
+
+
+SIGNAL_CATEGORY: dict[int, str] = {
+    -6: Category.NATIVE_CRASH,
+    -11: Category.NATIVE_CRASH,
+    -7: Category.NATIVE_CRASH,
+    -4: Category.NATIVE_CRASH,
+    -8: Category.NATIVE_CRASH,
+    -9: Category.HOST_OOM,
+}
+"""What a worker's death by a signal (a negative exit code) says when no line says more:
+SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE a native crash; SIGKILL the OOM killer."""
 
 
 def none(job: JobView) -> Proposal | None:

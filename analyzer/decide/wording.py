@@ -184,12 +184,26 @@ def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     )
 
 
-def dead_worker_cause(code: str | None, rank: int | None) -> str:
-    """The cause of a failure known only from a worker's exit record."""
+_SIGNALS = {"6": "SIGABRT", "7": "SIGBUS", "4": "SIGILL", "8": "SIGFPE", "9": "SIGKILL",
+            "11": "SIGSEGV", "15": "SIGTERM", "2": "SIGINT"}
+
+
+def dead_worker_title(code: str | None) -> str:
+    """The title of a failure known only from a worker's exit record."""
+    if code and code.startswith("-") and code[1:] in _SIGNALS:
+        return f"A worker died of {_SIGNALS[code[1:]]}, no line says why"
+    return UNKNOWN_TITLE
+
+
+def dead_worker_cause(code: str | None, rank: int | None, alike: int = 1) -> str:
+    """The cause of a failure known only from a worker's exit record (``alike`` workers
+    exited with the same code)."""
     who = f"rank {rank}" if rank is not None else "a worker"
-    return (
-        f"The job failed: {who} exited with code {code}, and no line in its logs says why."
-    )
+    if alike > 1:
+        who = f"{alike} workers"
+    name = _SIGNALS.get(code[1:]) if code and code.startswith("-") else None
+    sig = f" ({name})" if name else ""
+    return f"The job failed: {who} exited with code {code}{sig}, and no line in its logs says why."
 
 
 def unknown_cause(first_sign: str) -> str:
