@@ -382,6 +382,9 @@ def test_a_syslog_style_time_is_peeled_and_a_journald_host_kept(
          "dlc1mtq58q0821ib-master-0", Stamp(2026, 3, 30, 19, 24, 35, 966000),
          "Sending process 73 the closing signal SIGTERM"),
         ("[node-3] [rank3]: boom", 3, "node-3", None, "boom"),
+        # a CI harness's label in front of the rank prefix (tests/wild/a-srun-thunder-…)
+        ("0: Error: [rank0]: Traceback (most recent call last):", 0, None, None,
+         "Traceback (most recent call last):"),
     ],
 )
 def test_time_and_host_in_front_of_the_rank(

@@ -103,7 +103,9 @@ paste from a failed test): dropped like a quote."""
 _QUOTED = regex.compile(r"Traceback |\s*File \"|[\w.]*(?:Error|Exception|Interrupt)\b")
 _DETERMINED = regex.compile(r"(?:\[[\w.:-]*\] )?\[rank=(\d{1,6})\] ")
 """Determined's trial log prefix ``[container] [rank=N] `` (N is the global rank)."""
-_TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)")
+_TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)|[A-Za-z]\w{0,15}: (?=\[rank\d{1,6}\]:)")
+"""A launcher tag in front of a bracket (NeMo-Run's ``i.pretrain/0 ``), or a one-word label a
+CI harness puts in front of c10d's rank prefix (``Error: [rank0]: Traceback …``)."""
 _TEE = regex.compile(r"\[(?!rank\d)([A-Za-z_][A-Za-z_-]*?)(\d{1,5})\]:")
 _TEMPLATE = regex.compile(r"\[(\d{1,6})\]:")
 _RANK = regex.compile(r"\[rank(\d{1,6})\]: ?")
