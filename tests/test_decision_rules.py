@@ -277,6 +277,16 @@ def test_traceback_below_an_unranked_root_lends_its_rank() -> None:
     assert ranked(root, tb, two).rank is None
 
 
+def test_named_above_a_line_naming_the_failing_rank_lends_it() -> None:
+    """torch RPC's ``On WorkerInfo(id=14, …):`` header, then the unranked error line."""
+    header = ev("unknown", "context", line=1, rank=14, seconds=None, tags=("failing-rank",))
+    root = ev("cuda_error", line=2, seconds=None)
+    d = ranked(header, root)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (14, "named-above", "likely")
+    untagged = ev("unknown", "context", line=1, rank=14, seconds=None)
+    assert ranked(untagged, root).rank is None
+
+
 def test_victim_a_symptom_names_no_rank() -> None:
     d = ranked(ev("network", "symptom", rank=4))
     assert (d.rank, d.rule) == (None, "victim")
@@ -361,8 +371,8 @@ def test_every_rank_rule_is_reachable() -> None:
     """Each rank rule in the registry is exercised above (a rule added without a test fails)."""
     tested = {
         "slurm-end", "culprit", "same-way-first", "same-way-together", "peer-died-first",
-        "from-line", "traceback-below", "victim", "only-death", "srun-exit", "uniform",
-        "paste-cut", "only-rank",
+        "from-line", "traceback-below", "named-above", "victim", "only-death", "srun-exit",
+        "uniform", "paste-cut", "only-rank",
     }
     assert {r.id for r in rank_decision.RANK_RULES} == tested
     assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)

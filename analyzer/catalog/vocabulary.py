@@ -78,6 +78,8 @@ TAGS: dict[str, str] = {
     "progress": "a line every rank prints every step (Megatron's iteration line): the reader "
     "keeps only each writer's first and last line and the lines holding the smallest and "
     "largest of each integer capture (the other lines are counted in `repeats`)",
+    "failing-rank": "a line that names the rank an exception came from (torch RPC's `On "
+    "WorkerInfo(id=N, …):`): the rank rule named-above lends it to the unranked error below it",
     "uncatalogued": "the event the reader assembles from a whole traceback that no other "
     "pattern claims (`python.traceback`, one pattern at most): never matched line by line; "
     "lower confidence",

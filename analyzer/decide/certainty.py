@@ -9,6 +9,7 @@ CERTAINTY: dict[str | None, str] = {
     "only-rank": "certain",
     "from-line": "likely",
     "traceback-below": "likely",
+    "named-above": "likely",
     "culprit": "likely",
     "inferred": "likely",
 }

@@ -206,6 +206,26 @@ def traceback_below(job: JobView, p: Proposal, d: RankDecision) -> RankDecision 
     return d.taken_from(below[0], "traceback-below")
 
 
+def named_above(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked root line right below (within two lines, same file) a line that names the
+    rank the exception came from (tag ``failing-rank``: torch RPC's ``On WorkerInfo(id=14,
+    …):`` header) takes that rank."""
+    e = p.event
+    if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
+        return None
+    above = [
+        r
+        for r in job.rows
+        if r.file == e.file
+        and e.line - NEAR_LINES <= r.line < e.line
+        and r.rank is not None
+        and r.tagged("failing-rank")
+    ]
+    if len({r.rank for r in above}) != 1:
+        return None
+    return d.taken_from(above[0], "named-above")
+
+
 def victim(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A verdict made from a symptom does not name the symptom's rank (unless the line
     records that rank's own death): the rank is where the failure showed, not where it
@@ -340,6 +360,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
     RankRule("traceback-below", _ROOT, traceback_below),
+    RankRule("named-above", _ROOT, named_above),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
     RankRule("only-death", frozenset({"root", "unknown", "dead-worker"}), only_death),
     RankRule("srun-exit", _ROOT, srun_exit),

@@ -34,6 +34,8 @@ each."""
 
 RANK_NOTES: dict[str, str] = {
     "traceback-below": "rank from the traceback right below the line ({file}:{line})",
+    "named-above": "rank from the line above that names where the exception came from "
+    "({file}:{line})",
     "from-line": "rank from {file}:{line}",
     "peer-died-first": (
         "a worker died before this link error ({file}:{line}); the reporting rank is not blamed"
