@@ -28,19 +28,25 @@ from tests.helpers import WILD, builtin_catalog
 CASES = sorted(p for p in WILD.iterdir() if (p / "expected.toml").is_file())
 CATALOG = builtin_catalog()
 
+def _unquoted(ln: bytes) -> bytes:
+    """``ln`` without the markdown quote of a quoted paste (the variant quotes it once)."""
+    quote = re.match(rb"(?:> ?)*", ln)
+    return ln[quote.end() :] if quote else ln
+
+
 def _collected(stamp: bytes, ln: bytes) -> bytes:
-    """``ln`` as a log collector re-emits it; a line of a quoted paste keeps its quote outside
-    (the user quoted what the collector printed)."""
+    """``ln`` as a log collector (or srun's ``--label``) re-emits it; a line of a quoted paste
+    keeps its quote outside (the user quoted what the collector printed)."""
     quote = re.match(rb"(?:> ?)*", ln)
     cut = quote.end() if quote else 0
     return ln[:cut] + stamp + ln[cut:]
 
 
 WRAPPERS: dict[str, Callable[[bytes], bytes]] = {
-    "srun-label": lambda ln: b"  0: " + ln,
+    "srun-label": lambda ln: _collected(b"  0: ", ln),
     "crlf": lambda ln: ln + b"\r",
     "quoted": lambda ln: b"> " + ln,
-    "quoted-srun": lambda ln: b"> " + b"  0: " + ln,
+    "quoted-srun": lambda ln: b"> " + _collected(b"  0: ", _unquoted(ln)),
     "ansi": lambda ln: b"\x1b[33m" + ln + b"\x1b[0m",
     "kubectl-timestamps": lambda ln: _collected(b"2024-05-01T12:34:56.789012345Z ", ln),
     "actions-log": lambda ln: _collected(b"2024-05-01T12:34:56.7890123Z ", ln),

@@ -329,8 +329,9 @@ def _outer(
             c = line[pos : pos + 1]
     if c in _SRUN_FIRST or c >= "\x80":
         m = _SRUN.match(line, pos)
-        if m:
-            return m.end(), int(m[1]), host, collected, rank
+        if m:  # a collector's time may follow srun's label (srun … | ts, a CI log of srun)
+            pos, host, collected, rank = _stamped(line, m.end(), host, collected, rank)
+            return pos, int(m[1]), host, collected, rank
     if c in _PDSH_FIRST or c >= "\x80":
         m = _PDSH.match(line, pos)
         if m:
