@@ -51,7 +51,8 @@ def unwrap(
 
 MIN_WIDTH = 60
 """Narrower terminals than this are not recognised as a hard wrap."""
-SAMPLE_BYTES = 256 << 10
+SAMPLE_BYTES = 64 << 10
+"""How much of a file's first block is looked at for a hard wrap (a wrap shows early)."""
 
 
 def hard_wrap_width(head: bytes) -> int | None:
