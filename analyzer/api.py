@@ -168,7 +168,9 @@ def _with_advisories(a: Analysis, d: Diagnosis, script: Path | None) -> Diagnosi
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
         problem = f"launch advisories skipped: {type(exc).__name__}: {exc}"
         return replace(d, problems=[*d.problems, problem])
-    return replace(d, advisories=tuple(adv), batch_script=used)
+    from analyzer.decide.leading import lead
+
+    return lead(replace(d, advisories=tuple(adv), batch_script=used))
 
 
 def _with_scheduler(d: Diagnosis, job: SlurmJob) -> Diagnosis:

@@ -51,6 +51,8 @@ class Scenario:
     nnodes_arg: str = "$NNODES"  # what torchrun's --nnodes gets ("1": single-node jobs)
     master_addr: str = "127.0.0.1"  # what the script exports as MASTER_ADDR
     node_rank: str = "$SLURM_PROCID"  # torchrun's --node-rank ($SLURM_NODEID: 0 on both tasks)
+    log_dir_path: str = "$JOB_DIR/torchrun-logs"  # torchrun --log-dir (with log_dir)
+    node_master_addr: str | None = None  # node 1's own MASTER_ADDR, exported inside its task
 
     @property
     def layout(self) -> str:
@@ -454,6 +456,87 @@ SCENARIOS: tuple[Scenario, ...] = (
         max_seconds=150,
     ),
     Scenario(
+        name="standalone-worlds-unlabelled",
+        description="torchrun --standalone on every node, without srun --label: each node "
+        "trains its own 2-rank world; the output shows two argument blocks with the same world "
+        "size and every iteration twice, with nothing naming the node; the job exits 0",
+        category="none",
+        rank=-1,
+        node="",
+        cause="no failure, but two independent worlds: each node trained its own model",
+        must_contain=(
+            r"using world size: 2, data-parallel size: 2",
+            r"iteration\s+10/\s+10 \| consumed samples:",
+        ),
+        expected_state="COMPLETED",
+        output="combined",
+        label=False,
+        standalone=True,
+        train_args=("--train-iters", "10"),
+    ),
+    Scenario(
+        name="nnodes-above-allocation",
+        description="torchrun --nnodes 3 on a 2-node job (the launch guide's NNODES=$SLURM_NNODES "
+        "rule broken): both agents wait in the rendezvous for a third node that never comes "
+        "until the rendezvous times out",
+        category="rendezvous",
+        rank=-1,
+        node="",
+        cause="--nnodes 3 on a 2-node job: the rendezvous waited for a third node",
+        must_contain=(
+            r"min_nodes\s+: 3",
+            r"Timed out after \d+ seconds waiting for clients\. 2/3 clients joined\.",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        nnodes_arg="3",
+        env={"LOGLEVEL": "INFO"},
+        max_seconds=200,
+    ),
+    Scenario(
+        name="master-addr-per-node",
+        description="MASTER_ADDR is set inside each node's task (as `$(hostname)` does on a real "
+        "cluster): node 1 is given another address than node 0 (on this one-host stand-in, an "
+        "address of the local subnet where no store listens), cannot reach the store and times "
+        "out; node 0 waits for it",
+        category="rendezvous",
+        rank=-1,
+        node="1",
+        cause="node 1 used another MASTER_ADDR than node 0 and could not reach the rendezvous "
+        "store",
+        must_contain=(
+            r"rdzv_endpoint\s+: 192\.0\.2\.77:\d+",
+            r"The client socket has failed to connect to any network address of "
+            r"\(192\.0\.2\.77, \d+\)",
+        ),
+        expected_state="FAILED",
+        output="combined",
+        label=True,
+        node_master_addr="192.0.2.77",
+        env={"LOGLEVEL": "INFO"},
+        max_seconds=200,
+    ),
+    Scenario(
+        name="worker-logs-node-local",
+        description="rank 1 raises an IndexError at iteration 4, but torchrun was told "
+        "--log-dir $TMPDIR/torchrun-logs --redirects 3 (a node-local path): the workers' own "
+        "output, traceback included, stays on the node; the job's .out is empty and its .err "
+        "holds only the agents' ChildFailedError blocks (exitcode 1, error_file <N/A>)",
+        category="unknown",
+        rank=1,
+        node="0",
+        cause="rank 1's IndexError went to a node-local --log-dir: the job's logs show only "
+        "that workers exited 1, with no traceback",
+        must_contain=(r"error_file: <N/A>",),
+        expected_state="FAILED",
+        output="split",
+        label=True,
+        log_dir=True,
+        log_dir_path="$TMPDIR/torchrun-logs",
+        env={"MCORE_FAULT": "exception", "MCORE_FAULT_RANK": "1", "MCORE_FAULT_ITER": "4"},
+    ),
+    Scenario(
         name="clean-success",
         description="a healthy run of 10 iterations that exits 0",
         category="none",
@@ -711,7 +794,7 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     if sc.standalone:
         torchrun[1:3] = ["--standalone --nproc-per-node $GPUS_PER_NODE"]
     if sc.log_dir:
-        torchrun.append("--rdzv-id $SLURM_JOB_ID --log-dir $JOB_DIR/torchrun-logs --redirects 3")
+        torchrun.append(f"--rdzv-id $SLURM_JOB_ID --log-dir {sc.log_dir_path} --redirects 3")
     if sc.tee:
         torchrun.append("--tee 3")
     train_args = " ".join(shlex.quote(a) for a in sc.train_args)
@@ -726,5 +809,13 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     elif sc.output == "per-task-split":
         srun.append("--output=$JOB_DIR/task-%t.out --error=$JOB_DIR/task-%t.err")
     body = " \\\n    ".join(torchrun)
-    lines += [" ".join(srun) + " bash -c '", "  " + body.replace("'", "'\\''"), "'", ""]
+    inner = ["  " + body.replace("'", "'\\''")]
+    if sc.node_master_addr is not None:
+        # each node sets its own MASTER_ADDR inside its task (node 1 gets another address)
+        addr = shlex.quote(sc.node_master_addr)
+        inner[:0] = [
+            f'  [ "$SLURM_PROCID" -ne 0 ] && export MASTER_ADDR={addr}'.replace("'", "'\\''"),
+            '  echo "MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"'.replace("'", "'\\''"),
+        ]
+    lines += [" ".join(srun) + " bash -c '", *inner, "'", ""]
     return "\n".join(lines)

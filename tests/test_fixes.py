@@ -13,6 +13,13 @@ MAXCONN = (
 )
 
 
+CATALOG_TP_CP = (
+    "Export CUDA_DEVICE_MAX_CONNECTIONS=1 in the job script before torchrun for this TP/CP run "
+    "(on Hopper/Ampere). Megatron core 0.12.x also asserts with TP>1 on Blackwell "
+    "(operator-precedence bug, fixed in 0.13): upgrade or set the variable."
+)  # the catalog's fix of megatron.maxconn.tp_cp
+
+
 def _fix(row: dict, **facts: object) -> str:
     return tailor_fix(from_flat(row), "base fix", JobFacts(values=dict(facts)), Geometry())
 
@@ -43,8 +50,32 @@ def test_max_connections_on_blackwell_names_the_precedence_bug() -> None:
         gpu_generation="Blackwell",
         sm=100,
         tp=2,
+        megatron_version="0.12.1",
     )
-    assert "no effect" in fix and "0.13" in fix
+    assert "no effect" in fix and "upgrade megatron-core to ≥ 0.13" in fix
+    assert fix.count("0.12") == 2  # the bug once, the version the logs show once
+
+
+def test_max_connections_on_blackwell_upgrade_only_for_a_version_it_fixes() -> None:
+    """A newer megatron-core (a YAML-config path of current main) or none in the logs: an
+    upgrade would not help, so the fix does not say upgrade."""
+    for version in ("0.16.1", None):
+        facts = {"gpu_generation": "Blackwell", "sm": 100, "tp": 2}
+        if version:
+            facts["megatron_version"] = version
+        fix = tailor_fix(from_flat({"category": "cuda_device_max_connections",
+                                    "message": MAXCONN}), CATALOG_TP_CP,
+                         JobFacts(values=facts), Geometry())
+        assert "upgrade megatron-core" not in fix and "0.13" not in fix, fix
+        assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in fix
+
+
+def test_hopper_tp_fix_has_no_blackwell_note_and_no_repeat() -> None:
+    fix = tailor_fix(from_flat({"category": "cuda_device_max_connections", "message": MAXCONN}),
+                     CATALOG_TP_CP, JobFacts(values={"gpu_generation": "Hopper", "tp": 2}),
+                     Geometry())
+    assert "Blackwell" not in fix.replace("pre-Blackwell", "") and "0.12" not in fix
+    assert fix.count("CUDA_DEVICE_MAX_CONNECTIONS=1") == 1, fix
 
 
 def test_max_connections_moe_overlap_wants_32() -> None:

@@ -164,7 +164,8 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
         [adv] = advice(a)
         assert adv["rule"] == "tasks-per-node" and adv["explains_verdict"] is True
         assert "srun tasks 0, 1 ran on the same host node001" in str(adv["message"])
-        assert str(adv["evidence"][0]).endswith("train.sbatch:4: #SBATCH --ntasks=2")
+        # lint reports the srun that inherits #SBATCH --ntasks=2 (line 4), on its own line
+        assert str(adv["evidence"][0]).endswith("train.sbatch:24: srun --label bash -c '")
     elif name == "master-addr-nodelist":
         assert a.diagnosis.verdict.category == "rendezvous"
         assert "scontrol show hostnames" in a.diagnosis.verdict.fix
@@ -174,11 +175,14 @@ def test_real_recorded_launch_mistakes(name: str) -> None:
         assert str(adv["evidence"][0]).endswith("export MASTER_ADDR='node[001-002]'")
     else:
         # node 0 trained a world of 2 alone; node 1 waited in the rendezvous until node 0's
-        # store went away: the verdict is the lost store, the advisory names the broken rule
+        # store went away: the verdict is the lost store, led by the launch mistake (--nnodes 1
+        # on a 2-node allocation) that explains it
         assert a.diagnosis.verdict.category == "rendezvous"
         [adv] = advice(a)
         assert adv["rule"] == "worker-group" and adv["explains_verdict"] is True
-        assert "world size 2, but the script starts 4 workers" in str(adv["message"])
+        assert "--nnodes 1 on a 2-node allocation" in str(adv["message"])
+        assert any("world size 2 (Megatron)" in str(e) for e in adv["evidence"])
+        assert a.diagnosis.verdict.cause.startswith("Launch mistake: the launcher was given")
 
 
 def test_megatron_max_connections_warning_on_a_job_that_ran(tmp_path: Path) -> None:

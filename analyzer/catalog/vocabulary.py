@@ -158,6 +158,8 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "near_miss": ("str", "set by the reader, never a pattern: the line is cut before the end of "
                   "what its pattern matches (a near miss, lower confidence)"),
     "last_completed": ("int", "the last work sequence number a rank completed"),
+    "fr_group": ("str", "set by the reader of Flight Recorder dumps, never a pattern: the "
+                 "process group of a rank's state (the job's dumps were read)"),
     "lagging_ranks": ("str", "the ranks a desync report names as lagging"),
     "exc_type": ("str", "an exception's type (the reader sets it on a traceback too)"),
     "exc_msg": ("str", "an exception's message"),
@@ -224,10 +226,12 @@ FACTS: dict[str, str] = {
     "torch_version": "PyTorch version",
     "nccl_version": "NCCL version",
     "megatron_version": "Megatron-LM / megatron-core version",
+    "megatron_series": "megatron-core 0.10-0.12 or 0.13+, by the format of its world-size line",
     "gpu_name": "GPU model",
     "gpu_generation": "GPU generation (Ampere, Hopper, Blackwell ...)",
     "sm": "compute capability as sm_NN",
     "cuda_max_connections": "CUDA_DEVICE_MAX_CONNECTIONS as logged",
+    "python_env": "where the job's python comes from, by the paths it printed: venv, conda, system",
     "slurm_job_id": "SLURM job id",
     "slurm_state": "SLURM job state",
     "slurm_exit_code": "SLURM exit code",

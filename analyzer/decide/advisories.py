@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analyzer.decide import launchlogs
 from analyzer.lint import lint_text
 from analyzer.lint.config import ConfigError, LintConfig, load_config
 from analyzer.lint.rules import Finding
@@ -51,6 +52,8 @@ class Advisory:
     severity: str = "warning"
     explains_verdict: bool = False
     patterns: tuple[str, ...] = ()  # the catalog patterns whose events are the evidence
+    explains: frozenset[str] = frozenset()  # verdict categories it explains whatever the rule
+    drops: frozenset[str] = frozenset()  # topics of the verdict's fix it makes irrelevant
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -205,7 +208,8 @@ def _fresh_start(
     return Advisory("node-local-path" if f else "restart-from-scratch", msg,
                     f.fix if f else "check --load points at the directory --save "
                     "wrote, on shared storage; add --exit-on-missing-checkpoint to "
-                    "fail instead of starting over", ev)
+                    "fail instead of starting over", ev,
+                    explains=frozenset({"slurm_time_limit"}))
 
 
 def _maxconn(
@@ -407,6 +411,33 @@ def _port_in_use(rows: list[Event], sc: _Script,
     )
 
 
+def _advisory(f: launchlogs.Found) -> Advisory:
+    return Advisory(f.rule, f.message, f.fix, f.evidence, f.severity, patterns=f.patterns,
+                    explains=f.explains, drops=f.drops)
+
+
+def _from_content(out: list[Advisory], rows: list[Event], sc: _Script,
+                  nodes: int | None) -> None:
+    """The launch mistakes the logs' content shows (``launchlogs``): a worlds advisory unless
+    one says it already; the others replace a script finding of their rule (they say more)."""
+    rules = {a.rule for a in out}
+    nn = launchlogs.nnodes_mismatch(rows, sc.job, nodes)
+    found = [
+        launchlogs.independent_worlds(rows) if "worker-group" not in rules and nn is None
+        else None,
+        nn,
+        launchlogs.worker_output_missing(rows, sc.job),
+        launchlogs.master_addr_per_node(rows) if "master-addr" not in rules else None,
+    ]
+    for f in found:
+        if f is None:
+            continue
+        same = next((a for a in out if a.rule == f.rule), None)
+        if same is not None:  # the content says more than the script's finding
+            out.remove(same)
+        out.append(_advisory(f))
+
+
 def _add_world_size(out: list[Advisory], ws: Advisory | None) -> None:
     """The world-size advisory, merged into the worker-group one when there is one."""
     if ws is None:
@@ -435,8 +466,8 @@ def _mark_verdict(out: list[Advisory], rows: list[Event], verdict_category: str,
     tied = VERDICT_RULES.get(verdict_category, frozenset())
     verdict_rows = [r for r in rows if verdict_pattern and r.pattern_id == verdict_pattern]
     for a in out:
-        a.explains_verdict = a.rule in tied or (verdict_pattern is not None and
-                                                verdict_pattern in a.patterns)
+        a.explains_verdict = (a.rule in tied or verdict_category in a.explains
+                              or (verdict_pattern is not None and verdict_pattern in a.patterns))
         if a.explains_verdict and not a.patterns and verdict_rows:
             a.evidence.append(_where(verdict_rows[0]))
 
@@ -458,6 +489,7 @@ def launch_advisories(
     port = _port_in_use(rows, sc, task_hosts)
     if port is not None:
         out.append(port)
+    _from_content(out, rows, sc, geometry[0])
     _add_world_size(out, _world_size(_megatron_world_size(rows), sc.job, geometry))
     _add_findings(out, sc)
     _mark_verdict(out, rows, verdict_category, verdict_pattern)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
+from analyzer.decide.fixsteps import (
+    Step,
+    When,
+    assemble,
+    catalog_steps,
+    megatron_version,
+    sentences,
+    step,
+)
 from analyzer.model.event import Event
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
@@ -64,7 +74,8 @@ def _ws(facts: JobFacts, geo: Geometry) -> int | None:
     return geo.world_size or _int(facts.get("world_size"))
 
 
-def _oom(row: Event, facts: JobFacts) -> str:
+def _oom(row: Event, facts: JobFacts) -> list[Step]:
+    """One sentence with the rank, its figures and parallelism and the steps that fit them."""
     par = ", ".join(f"{k.upper()}={facts.get(k)}" for k in ("tp", "pp", "cp", "dp") if facts.get(k))
     mbs = _int(facts.get("micro_batch"))
     steps = []
@@ -72,16 +83,23 @@ def _oom(row: Event, facts: JobFacts) -> str:
         steps.append(f"lower --micro-batch-size from {mbs} to {max(1, mbs // 2)}")
     else:
         steps.append("lower --micro-batch-size (or --seq-length)")
-    if not facts.get("recompute") or facts.get("recompute") == "None":
+    recompute = facts.get("recompute")
+    if not recompute or recompute == "None":
         steps.append("enable activation recomputation (--recompute-granularity selective)")
+    elif recompute == "selective":
+        steps.append("recompute more (--recompute-granularity full)")
     tp = _int(facts.get("tp")) or 1
     pp = _int(facts.get("pp")) or 1
     steps.append(f"shard the model further (TP {tp}→{tp * 2} or PP {pp}→{pp * 2})")
+    if facts.get("use_distributed_optimizer") is not True:
+        steps.append("use the distributed optimizer (--use-distributed-optimizer)")
     steps.append("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True if reserved ≫ allocated")
+    topics = ["micro-batch", "recompute", "shard", "distributed-optimizer", "alloc-conf"]
     if row.cap("in_use") and "Process" in (row.text or ""):
         steps.insert(
             0, "check for a second process on that GPU (a stale job or two ranks on one device)"
         )
+        topics.append("gpu-shared")
     sizes = (("tried", row.cap("tried")), ("total", row.cap("total")), ("free", row.cap("free")))
     figures = ", ".join(f"{k} {v}" for k, v in sizes if v)
     rank = row.rank
@@ -90,7 +108,7 @@ def _oom(row: Event, facts: JobFacts) -> str:
         head += f" ({figures})"
     if par:
         head += f" with {par}"
-    return head + ": " + "; ".join(steps) + "."
+    return [step(head + ": " + "; ".join(steps) + ".", *topics)]
 
 
 def _heads_fix(heads: int, tp: int | None, pp: int, cp: int, ws: int | None) -> str:
@@ -128,112 +146,142 @@ def _config(row: Event, facts: JobFacts, geo: Geometry, base: str) -> str:
     return base
 
 
-def _max_connections(row: Event, facts: JobFacts) -> str:
+_BLACKWELL = frozenset({"Blackwell"})
+
+
+def _max_connections(row: Event, facts: JobFacts) -> list[Step]:
+    """The launch guide's rule table for the GPU generation and parallelism in the logs."""
     text = (row.message or "") + " " + (row.text or "")
     gen = facts.get("gpu_generation")
     sm = _int(facts.get("sm"))
     blackwell = gen == "Blackwell" or (sm is not None and sm >= 100)
     where = f" on {gen}" if gen else ""
     if "FSDP" in text or facts.get("use_torch_fsdp2") or facts.get("use_megatron_fsdp"):
-        return (
+        return [step(
             "FSDP (Torch-FSDP2 or Megatron-FSDP) needs CUDA_DEVICE_MAX_CONNECTIONS unset or > 1"
             f"{where}: delete the line `export CUDA_DEVICE_MAX_CONNECTIONS=1` from the sbatch "
-            "script (launch rule: never export it unconditionally)."
-        )
+            "script (launch rule: never export it unconditionally).", "maxconn-unset",
+            "maxconn-export")]
     if "overlap_moe_expert_parallel_comm" in text or facts.get("moe_overlap") is True:
-        return (
+        return [step(
             "With --overlap-moe-expert-parallel-comm set `export CUDA_DEVICE_MAX_CONNECTIONS=32` "
-            "in the sbatch script (or 1 if TP/CP overlap matters more on pre-Blackwell GPUs)."
-        )
+            "in the sbatch script (the launch guide's rule: 32 whenever MoE overlap is on).",
+            "maxconn-export")]
     if "UCC" in text:
-        return "The UCC pipeline backend needs `export CUDA_DEVICE_MAX_CONNECTIONS=32` (> 1)."
+        return [step("The UCC pipeline backend needs `export CUDA_DEVICE_MAX_CONNECTIONS=32` "
+                     "(> 1).", "maxconn-export", "maxconn-unset")]
     if blackwell:
-        return (
-            "On Blackwell (sm_100+) the variable has no effect and Megatron should not require "
-            "it; this assertion comes from the core_v0.12 precedence bug: upgrade megatron-core "
-            "to ≥ 0.13, or set `export CUDA_DEVICE_MAX_CONNECTIONS=1` as a workaround."
-        )
+        return _max_connections_blackwell(row, facts)
     tp, cp = facts.get("tp"), facts.get("cp")
     par = ", ".join(f"{k}={v}" for k, v in (("TP", tp), ("CP", cp)) if v)
-    return (
+    return [step(
         f"Tensor/context parallelism{f' ({par})' if par else ''}{where or ' on pre-Blackwell GPUs'}"
         " needs `export CUDA_DEVICE_MAX_CONNECTIONS=1` in the sbatch script before the srun "
-        "line (launch rule: pre-Blackwell, TP>1 or CP>1, no FSDP ⇒ 1)."
-    )
+        "line (launch rule: pre-Blackwell, TP>1 or CP>1, no FSDP ⇒ 1).", "maxconn-export")]
 
 
-def _fix_oom(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    return merge_fix(_oom(row, facts), base)
+_TP_CP_ASSERT = "Using tensor model parallelism or context parallelism require"
 
 
-def _fix_config(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    return merge_fix(_config(row, facts, geo, base), base)
+def _megatron_shown(facts: JobFacts) -> str:
+    """The Megatron-core version as the logs show it (a version, or the series of its
+    world-size line's format)."""
+    if facts.get("megatron_version"):
+        return f"megatron-core {facts.get('megatron_version')} in the logs"
+    return (f"megatron-core {facts.get('megatron_series')}, by the format of its world-size "
+            "line")
 
 
-def _fix_max_connections(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    return merge_fix(_max_connections(row, facts), base)
+def _max_connections_blackwell(row: Event, facts: JobFacts) -> list[Step]:
+    """On Blackwell the variable has no effect: core 0.12's precedence bug asserts anyway (TP/CP
+    message), and only an affected version is told to upgrade."""
+    ver = megatron_version(facts)
+    out = [step(
+        "On Blackwell (sm_100+) the variable has no effect, so `export "
+        "CUDA_DEVICE_MAX_CONNECTIONS=1` in the sbatch script is a safe workaround.",
+        "maxconn-export")]
+    if _TP_CP_ASSERT not in (row.message or "") + (row.text or ""):
+        return out  # a check without a GPU condition: no version removes it
+    if ver is not None and ver <= (0, 12):
+        return [step(
+            f"This assertion is megatron-core 0.12's operator-precedence bug "
+            f"({_megatron_shown(facts)}): upgrade megatron-core to ≥ 0.13.",
+            "maxconn-blackwell-bug",
+            when=When(gpu=_BLACKWELL, megatron_at_most=(0, 12), version_known=True)), *out]
+    other = step(
+        f"{_megatron_shown(facts)[:1].upper()}{_megatron_shown(facts)[1:]} is past 0.12's "
+        "precedence bug: the check comes from another code path (e.g. a YAML config), so set "
+        "the variable." if ver is not None else
+        "The logs name no megatron-core version: other code paths than 0.12's precedence bug "
+        "(e.g. a YAML config) assert this too, so set the variable.", "maxconn-blackwell-bug")
+    return [*out, other]
 
 
-def _fix_import(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+def _fix_oom(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
+    return _oom(row, facts)
+
+
+def _fix_config(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
+    fix = _config(row, facts, geo, "")
+    return [step(s) for s in sentences(fix)]
+
+
+def _fix_max_connections(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
+    return _max_connections(row, facts)
+
+
+def _fix_import(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     node = row.node
-    return compose(
-        base,
-        (
-            "torch.distributed.run",
-            "Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
-        ),
-        ("uv sync", "Run `uv sync` once before sbatch."),
-        (
-            "worktree",
-            "Check PYTHONPATH and that the worktree and its .venv are on storage every "
-            "node sees"
-            + (f" (the error was printed on node {node})." if node is not None else "."),
-        ),
-    )
+    uv = When(uv=True)
+    return [
+        step("Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
+             "uv-launcher", when=uv),
+        step("Run `uv sync` once before sbatch.", "uv-sync", when=uv),
+        step("Launch with the job environment's own interpreter (`python -m "
+             "torch.distributed.run` from that conda env or container, not a `torchrun` that "
+             "comes first on PATH), and rebuild compiled extensions against its torch.",
+             "env-launcher", when=When(not_uv=True)),
+        step("Check PYTHONPATH and that the worktree and its environment are on storage every "
+             "node sees" + (f" (the error was printed on node {node})." if node is not None
+                            else "."), "pythonpath"),
+    ]
 
 
-def _fix_rendezvous(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+def _fix_rendezvous(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     store = row.cap("store_host") or row.cap("addr")
     port = row.cap("port")
-    extra: list[tuple[str, str]] = []
+    out: list[Step] = []
     if port:
         where = f" on {store}" if store else " on the master host"
-        extra.append(
-            (
-                f"port {port} is free",
-                f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
-            )
-        )
-    extra.append(
-        (
-            "first host of the allocation",
-            "MASTER_ADDR must be the first host of the allocation "
-            "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).",
-        )
-    )
-    extra.append(("MASTER_PORT", "Every node must get the same MASTER_PORT."))
-    return compose(base, *extra)
+        out.append(step(f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
+                        "port-free"))
+    out.append(step("MASTER_ADDR must be the first host of the allocation "
+                    "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).", "master-addr"))
+    out.append(step("Every node must get the same MASTER_PORT.", "master-port"))
+    return out
 
 
-def _fix_hardware(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
+def _fix_hardware(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     node = row.node or row.host
     if not node:
-        return base
-    return (
-        f"{base} Drain the node: `scontrol update NodeName={node} State=DRAIN "
-        f'Reason="GPU fault"` and resubmit excluding it (`--exclude={node}`).'
-    ).strip()
+        return []
+    return [step(f"Drain the node: `scontrol update NodeName={node} State=DRAIN "
+                 f'Reason="GPU fault"` and resubmit excluding it (`--exclude={node}`).', "drain")]
 
 
-def _fix_collective_timeout(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    return (
-        "Look at the culprit rank's own log for what it was doing; rerun with "
-        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)"
-        " and NCCL_DEBUG=WARN to see where each rank stopped. " + base
-    ).strip()
+def _fix_collective_timeout(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
+    return [
+        step("Look at the culprit rank's own log for what it was doing.", "culprit-log"),
+        step("Rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+             "(Flight Recorder) and NCCL_DEBUG=WARN to see where each rank stopped.",
+             "fr-rerun", when=When(no_dumps=True)),
+        step("The Flight Recorder dumps show where each rank stopped: read the per-rank table "
+             "of the report (`torchfrtrace` reads the same files).", "fr-read",
+             when=When(dumps=True)),
+    ]
 
 
-_FIXES: dict[str, Callable[[Event, str, JobFacts, Geometry], str]] = {
+_FIXES: dict[str, Callable[[Event, JobFacts, Geometry], list[Step]]] = {
     "cuda_oom": _fix_oom,
     "config": _fix_config,
     "cuda_device_max_connections": _fix_max_connections,
@@ -242,11 +290,39 @@ _FIXES: dict[str, Callable[[Event, str, JobFacts, Geometry], str]] = {
     "hardware": _fix_hardware,
     "collective_timeout": _fix_collective_timeout,
 }
-"""The fix of each category that the job's own numbers make specific (others keep the
-catalog's)."""
+"""The steps of each category that the job's own numbers make specific (the catalog's fix
+follows them, less what they already say)."""
+
+_LEAD = frozenset({"cuda_oom", "config", "cuda_device_max_connections",
+                   "collective_timeout"})
+"""Categories whose tailored steps come before the catalog's (the others add to it)."""
 
 
-def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry) -> str:
-    """The fix for this event, specific to the job where the category allows."""
+@dataclass(frozen=True)
+class _Facts:
+    """The job's facts as the step conditions read them, with whether dumps were read."""
+
+    facts: JobFacts
+    dumps: bool
+
+    def get(self, key: str) -> Any:
+        if key == "flight_recorder_dumps":
+            return self.dumps
+        return self.facts.get(key)
+
+
+def fix_steps(row: Event, base: str, facts: JobFacts, geo: Geometry) -> list[Step]:
+    """The steps of this event's fix: the tailored ones and the catalog's, in order."""
     fix = _FIXES.get(row.category)
-    return fix(row, base, facts, geo) if fix is not None else base
+    tailored = fix(row, facts, geo) if fix is not None else []
+    catalog = catalog_steps(base)
+    return [*tailored, *catalog] if row.category in _LEAD else [*catalog, *tailored]
+
+
+def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry,
+               rows: Sequence[Event] = ()) -> str:
+    """The fix for this event, specific to the job where the category allows: de-duplicated
+    steps, none whose condition the job's facts (and ``rows``: Flight Recorder dumps)
+    contradict."""
+    dumps = any(r.cap("fr_group") for r in rows)
+    return assemble(fix_steps(row, base, facts, geo), _Facts(facts, dumps))

@@ -63,7 +63,7 @@ def _pattern_texts(r: Event, job: JobView) -> tuple[str, str]:
     cause = _unknowns(render(r.cause or r.title or "", vals))
     fix = render(r.fix or "", vals)
     if not r.fix_exact:  # a reasoning rule's own fix is already specific
-        fix = tailor_fix(r, fix, job.facts, job.geo)
+        fix = tailor_fix(r, fix, job.facts, job.geo, job.rows)
     return cause, _unknowns(fix)
 
 
@@ -76,7 +76,8 @@ def _hang_texts(p: Proposal, job: JobView) -> tuple[str, str]:
     what = wording.collective(first.cap("op"), first.cap("seq"))
     cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
     base = render(first.fix or "", _values(first, job.facts))
-    fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo)
+    fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo,
+                     job.rows)
     return cause, fix
 
 

@@ -54,6 +54,20 @@ _GPU_GEN = (
     (regex.compile(r"\bL40S?|L4\b|RTX 40\d0\b"), "Ada", 89),
     (regex.compile(r"\bV100\b"), "Volta", 70),
 )
+_PYTHON_ENV = (
+    ("venv", regex.compile(r"/\.venv/")),
+    ("conda", regex.compile(r"/(?:opt/)?(?:mini|ana)?conda\d?/|/envs/[\w.-]+/lib/python")),
+    ("system", regex.compile(r"/dist-packages/")),
+)
+"""Where the job's python comes from, by the paths its tracebacks and launchers print: a venv
+(``uv sync``'s ``.venv``), conda, or a system/container python (Debian's ``dist-packages``)."""
+_MEGATRON_SERIES = (
+    ("0.10-0.12", regex.compile(r"hierarchical context-parallel sizes: \S*?tensor-model-parallel")),
+    ("0.13+", regex.compile(r"hierarchical context-parallel sizes: [^,]*, tensor-model-parallel")),
+)
+"""Megatron-core's series by the format of its ``using world size:`` line: core 0.10 to 0.12
+print ``hierarchical context-parallel sizes: {}tensor-model-parallel size`` (no ", "), 0.13 and
+later add the ", " (megatron/training/arguments.py at core_v0.12.1 and core_v0.13.0)."""
 
 
 @dataclass
@@ -117,6 +131,10 @@ def collect_facts(rows: list[Event]) -> JobFacts:
             saving = False
         if "sm" not in f.values:
             _compute_capability(f, r)
+        if "python_env" not in f.values:
+            _python_env(f, r)
+        if "megatron_series" not in f.values and r.tagged("world-size-report"):
+            _megatron_series(f, r)
     f.checkpoint_saving = saving
     _derived(f)
     return f
@@ -148,6 +166,23 @@ def _progress(f: JobFacts, r: Event) -> None:
         f.last_iteration_by_rank[rk] = max(f.last_iteration_by_rank.get(rk, 0), n)
     if r.time is not None:
         f.iteration_times.append(r.time)
+
+
+def _python_env(f: JobFacts, r: Event) -> None:
+    """``python_env``: venv, conda or system, from the first path a line or traceback shows."""
+    text = (r.text or "") + "\n" + (r.traceback or "")
+    for name, rx in _PYTHON_ENV:
+        if rx.search(text):
+            f.values["python_env"] = name
+            return
+
+
+def _megatron_series(f: JobFacts, r: Event) -> None:
+    """``megatron_series`` (0.10-0.12 or 0.13+) from the world-size line's format."""
+    for name, rx in _MEGATRON_SERIES:
+        if rx.search(r.text or ""):
+            f.values["megatron_series"] = name
+            return
 
 
 def _compute_capability(f: JobFacts, r: Event) -> None:
