@@ -150,6 +150,7 @@ class Env:
 
     def __init__(self) -> None:
         self.vars: dict[str, Var] = {}
+        self.allexport = False  # ``set -a``: every assignment is exported
 
     def get(self, name: str) -> Var | None:
         """The variable ``name`` or None."""
@@ -280,15 +281,22 @@ class Env:
                 is_array = True
             else:
                 fields = [Field(old.value + fields[0].value, word.line, fields[0].symbolic)]
-        var = Var(name, fields, word.line, exported or bool(old and old.exported),
-                  conditional, is_array)
+        var = Var(name, fields, word.line,
+                  exported or self.allexport or bool(old and old.exported), conditional, is_array)
         self.vars[name] = var
         return var
 
     def copy(self) -> Env:
-        """A copy (for a nested ``bash -c`` body)."""
+        """A copy (a snapshot of the variables at one command)."""
         e = Env()
         e.vars = dict(self.vars)
+        e.allexport = self.allexport
+        return e
+
+    def environment(self) -> Env:
+        """What a child process (``bash -c``, an srun task) inherits: the exported variables."""
+        e = Env()
+        e.vars = {k: v for k, v in self.vars.items() if v.exported}
         return e
 
 

@@ -10,7 +10,7 @@ with its own options and the training script's (Megatron's) arguments
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.lint.expand import Env, Field, Var
 from analyzer.lint.launcher import Launcher, Step, find_launcher
@@ -164,8 +164,19 @@ def _export(words: list[Word], env: Env, cond: bool) -> None:
             continue
         if env.assign(w, exported=exported, conditional=cond) is None and exported:
             var = env.get(w.raw)
-            if var is not None:
-                var.exported = True
+            if var is not None:  # a new Var: earlier snapshots keep the unexported one
+                env.vars[var.name] = replace(var, exported=True)
+
+
+def _set_allexport(args: list[Word], env: Env) -> None:
+    """``set -a`` / ``set -o allexport`` (``+a`` / ``+o``: off) from here on."""
+    vals = [w.raw for w in args]
+    for k, v in enumerate(vals):
+        name = vals[k + 1] if k + 1 < len(vals) else ""
+        if v in ("-o", "+o") and name == "allexport":
+            env.allexport = v == "-o"
+        elif re.fullmatch(r"[-+][a-zA-Z]*a[a-zA-Z]*", v):
+            env.allexport = v[0] == "-"
 
 
 def _launchers(step: Step, env: Env, in_srun: bool) -> list[Launcher]:
@@ -204,6 +215,8 @@ def _walk_command(cmd: Command, env: Env, in_srun: bool, job: Job | None) -> Ste
     if rest[0].raw in _EXPORTERS:
         _export(rest, env, cond)
         return Step(cmd, [], env, prefix, in_srun)
+    if rest[0].raw == "set":
+        _set_allexport(rest[1:], env)
     fields = env.expand_all(rest)
     # a snapshot of the variables only where a launcher can be (the copy costs O(vars))
     snap = env.copy() if _MAY_LAUNCH.search(" ".join(f.value for f in fields)) else env
@@ -228,7 +241,7 @@ def _shell_body(step: Step, env: Env, in_srun: bool) -> list[Step] | None:
             continue
         body = words[k + 2]
         text = body.raw if body.single_quoted else "".join(f.value for f in env.expand(body))
-        inner_env = env.copy()
+        inner_env = env.environment()  # the child shell sees exported variables only
         for name, f in step.prefix.items():
             inner_env.vars[name] = Var(name, [f], f.line, exported=True)
         positional = env.expand_all(words[k + 4 :]) if k + 3 < len(words) else []

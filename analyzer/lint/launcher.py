@@ -50,11 +50,12 @@ class Launcher:
     step: Step
 
     def env_value(self, name: str) -> Field | None:
-        """The value ``name`` has when the launcher starts (prefix assignment or variable)."""
+        """The value of the environment variable ``name`` the launcher starts with: a prefix
+        assignment, or a variable the script exported (an unexported one stays in the shell)."""
         if name in self.step.prefix:
             return self.step.prefix[name]
         var = self.step.env.get(name)
-        return var.fields[0] if var is not None and var.fields else None
+        return var.fields[0] if var is not None and var.exported and var.fields else None
 
 
 def _uv_options_end_at(between: list[str]) -> bool:

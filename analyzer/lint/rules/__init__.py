@@ -20,7 +20,12 @@ from analyzer.lint.rules.base import (
 )
 from analyzer.lint.rules.launch import check_launcher, check_tasks_per_node, check_worker_group
 from analyzer.lint.rules.max_connections import check_max_connections, gpu_generation
-from analyzer.lint.rules.storage import check_container_mounts, check_node_local_path, check_uv_sync
+from analyzer.lint.rules.storage import (
+    check_container_mounts,
+    check_node_local_path,
+    check_sbatch_output,
+    check_uv_sync,
+)
 from analyzer.lint.rules.world import check_allocation, check_master_addr
 
 RULES: tuple[Rule, ...] = (
@@ -38,6 +43,8 @@ RULES: tuple[Rule, ...] = (
          REASONS["max-connections"], check_max_connections),
     Rule("node-local-path", "Everything on shared storage", REASONS["node-local-path"],
          check_node_local_path),
+    Rule("sbatch-output", "Log paths sbatch can expand", REASONS["sbatch-output"],
+         check_sbatch_output),
     Rule("container-mounts", "Containers mount the worktree", REASONS["container-mounts"],
          check_container_mounts),
     Rule("uv-sync", "The venv is built once, before submission", REASONS["uv-sync"],
@@ -48,6 +55,7 @@ RULE_IDS = tuple(r.id for r in RULES)
 __all__ = [
     "LAUNCH_FIX", "MASTER_FIX", "REASONS", "RULES", "RULE_IDS", "SEVERITIES", "Finding", "Rule",
     "check_allocation", "check_container_mounts", "check_launcher", "check_master_addr",
-    "check_max_connections", "check_node_local_path", "check_tasks_per_node", "check_uv_sync",
+    "check_max_connections", "check_node_local_path", "check_sbatch_output",
+    "check_tasks_per_node", "check_uv_sync",
     "check_worker_group", "gpu_generation",
 ]

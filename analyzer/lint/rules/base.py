@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzer.lint.config import LintConfig
-from analyzer.lint.job import Job
+from analyzer.lint.expand import Var
+from analyzer.lint.job import Job, Launcher
 from analyzer.lint.script import Field
 
 SEVERITIES = ("error", "warning", "note")
@@ -49,7 +50,12 @@ class Rule:
 
 
 MASTER_FIX = 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'
+FIRST_HOST = '"$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)"'
 LAUNCH_FIX = "uv run python -m torch.distributed.run"
+NODELIST_VAR = re.compile(r"\$\{?SLURM_(JOB_)?NODELIST")
+RAW_NODELIST = re.compile(r"[\w.-]*\[[\d,-]+\][\w.-]*(:\d+)?|[\w.-]+(,[\w.-]+)+")
+HOSTNAME = re.compile(r"\$\(\s*hostname|`\s*hostname|\$\{?HOSTNAME\b")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 REASONS = {
     "tasks-per-node": (
@@ -84,6 +90,11 @@ REASONS = {
         "The job works in a Megatron-LM worktree on a shared filesystem every node sees; code, "
         "data, checkpoints and logs all live there. A node-local path exists on one node only, "
         "and logs written there vanish when the job ends."
+    ),
+    "sbatch-output": (
+        "Logs live on the shared filesystem, e.g. `#SBATCH --output=logs/%x-%j.out`. sbatch reads "
+        "#SBATCH lines itself, not through a shell: it replaces its filename symbols (%j job id, "
+        "%x job name, %u user, %N host, %A/%a array job and index) and leaves `$VAR` as it is."
     ),
     "container-mounts": (
         "Code, venv, data, checkpoints and logs live in the shared worktree; a container sees "
@@ -123,3 +134,45 @@ def multi_node(job: Job) -> bool:
     """True unless the job is known to run on one node."""
     n = job.nodes
     return n is None or n[0] > 1
+
+
+def is_node_list(value: str) -> bool:
+    """True when ``value`` is SLURM's raw node list (``node[001-002]``), not one host name."""
+    if "scontrol show hostname" in value:
+        return False
+    return bool(NODELIST_VAR.search(value) or RAW_NODELIST.fullmatch(value))
+
+
+def launch_var(job: Job, lz: Launcher, name: str) -> Var | None:
+    """The variable ``name`` where ``lz`` starts: set in its own shell, else in the batch script.
+
+    A launcher inside ``srun bash -c '...'`` sees only exported variables; the batch script's
+    variable is still returned (unexported), so a rule can say that it is not passed on."""
+    var = lz.step.env.get(name)
+    if var is not None:
+        return var
+    srun = next((s for s in job.sruns if lz in s.launchers), None)
+    return srun.step.env.get(name) if srun is not None else None
+
+
+def _master_addr_usable(var: Var | None) -> bool:
+    """True when ``$MASTER_ADDR`` would give the launcher one host every node can reach."""
+    if var is None or not var.exported:
+        return False
+    v = var.value
+    return not (is_node_list(v) or HOSTNAME.search(v) or v in LOOPBACK or not v)
+
+
+def rank_fix(job: Job, lz: Launcher) -> str:
+    """``--nnodes --node-rank --master-addr --master-port`` for ``lz``, each a value it has.
+
+    ``$MASTER_ADDR`` only when the script sets it to one host (never a raw node list),
+    ``$NNODES`` / ``$MASTER_PORT`` only when the script exports them; else the allocation's
+    own values (``$SLURM_NNODES``, the first host from scontrol, the default port 29500)."""
+    nnodes = launch_var(job, lz, "NNODES")
+    port = launch_var(job, lz, "MASTER_PORT")
+    addr = ('"$MASTER_ADDR"' if _master_addr_usable(launch_var(job, lz, "MASTER_ADDR"))
+            else FIRST_HOST)
+    return (f'--nnodes "${"NNODES" if nnodes is not None and nnodes.exported else "SLURM_NNODES"}" '
+            f'--node-rank "$SLURM_NODEID" --master-addr {addr} --master-port '
+            + ('"$MASTER_PORT"' if port is not None and port.exported else "29500"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from analyzer.lint.config import LintConfig
-from analyzer.lint.job import Job, Launcher
+from analyzer.lint.job import Job, Launcher, Srun
 from analyzer.lint.rules.base import (
     LAUNCH_FIX,
     Finding,
@@ -16,6 +16,7 @@ from analyzer.lint.rules.base import (
     finding,
     multi_node,
     on_line,
+    rank_fix,
 )
 from analyzer.lint.script import Field
 
@@ -30,6 +31,8 @@ def _too_many_tasks(job: Job) -> list[Finding]:
     tpn = job.option(srun, "ntasks-per-node")
     nodes = job.nodes
     if tpn and (as_int(tpn[0]) or 0) > 1:
+        if _inherited(srun, "ntasks-per-node", "ntasks"):
+            return _inherits_tasks(job, srun, f"--ntasks-per-node={tpn[0]}", tpn[1])
         return [finding(
             job, "tasks-per-node", "error", tpn[1],
             f"{tpn[0]} srun tasks per node: each starts its own launcher, so {tpn[0]} "
@@ -43,12 +46,36 @@ def _too_many_tasks(job: Job) -> list[Finding]:
     n = as_int(nt[0]) if nt else None
     if not (nt and n and n > 1 and (nodes is None or n > nodes[0])):
         return []
+    if _inherited(srun, "ntasks-per-node", "ntasks"):
+        return _inherits_tasks(job, srun, f"--ntasks={n}", nt[1])
     per = f"{n} tasks on {nodes[0]} node(s)" if nodes else f"{n} tasks, no --nodes"
     return [finding(
         job, "tasks-per-node", "error", nt[1],
         f"{per}: more than one launcher per node",
         corrected(job, nt[1], r"(--ntasks[= ]\S+|-n\s*\S+)", "--ntasks-per-node=1",
                   "#SBATCH --ntasks-per-node=1"),
+    )]
+
+
+def _inherited(srun: Srun, *names: str) -> bool:
+    """True when the srun line sets none of the task options ``names`` (it takes the header's)."""
+    return not any(n in srun.opts for n in names)
+
+
+def _inherits_tasks(job: Job, srun: Srun, header: str, line: int) -> list[Finding]:
+    """An srun with no task options of its own, under a header that asks for several tasks per
+    node: the srun line runs a launcher in each of them (a disable on the header line holds)."""
+    off = job.script.disabled.get(line, set())
+    if "tasks-per-node" in off or "all" in off:
+        return []
+    at = srun.step.cmd.line
+    return [finding(
+        job, "tasks-per-node", "error", at,
+        f"this srun has no task options, so it takes #SBATCH {header} (line {line}) and "
+        "starts a launcher in every task: several worker groups share each node (store port "
+        "in use, duplicate node ranks)",
+        corrected(job, at, r"\bsrun\b", 'srun --ntasks="$SLURM_NNODES" --ntasks-per-node=1',
+                  'srun --ntasks="$SLURM_NNODES" --ntasks-per-node=1 ...'),
     )]
 
 
@@ -130,8 +157,6 @@ def check_launcher(job: Job, cfg: LintConfig) -> list[Finding]:
 
 # --- worker-group -------------------------------------------------------------------------------
 
-_RANK_FIX = '--nnodes "$NNODES" --node-rank "$SLURM_NODEID" --master-addr "$MASTER_ADDR" ' \
-    '--master-port "$MASTER_PORT"'
 _NNODES_FIX = '--nnodes "$SLURM_NNODES"'
 _TASK_VAR = re.compile(r"\$\{?SLURM_(NODEID|PROCID|LOCALID)")
 
@@ -146,11 +171,12 @@ def _standalone(job: Job, lz: Launcher) -> Finding | None:
     f = lz.opts["standalone"]
     if nodes is not None and nodes[0] <= 1:
         return None
+    fix = rank_fix(job, lz)
     return finding(
         job, "worker-group", "warning", f.line,
         "--standalone on a multi-node job: every node starts its own single-node "
         "world and trains its own copy of the model (the job exits 0)",
-        corrected(job, f.line, r"--standalone", _RANK_FIX, _RANK_FIX),
+        corrected(job, f.line, r"--standalone", fix, fix),
     )
 
 
@@ -163,7 +189,7 @@ def _nnodes_missing(job: Job, lz: Launcher) -> Finding | None:
         job, "worker-group", "error", lz.first.at,
         f"no --nnodes on a {nodes[0]}-node job: torch.distributed.run defaults to "
         "one node, so each node forms its own world",
-        LAUNCH_FIX + " " + _RANK_FIX + " ...",
+        LAUNCH_FIX + " " + rank_fix(job, lz) + " ...",
     )
 
 

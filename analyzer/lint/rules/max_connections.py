@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Field
 from analyzer.lint.job import Job, Launcher
-from analyzer.lint.rules.base import Finding, as_int, corrected, finding
+from analyzer.lint.rules.base import Finding, as_int, corrected, finding, launch_var
 
 _VAR = "CUDA_DEVICE_MAX_CONNECTIONS"
 _BLACKWELL = re.compile(r"(?<![a-z0-9])(g?b[123]00\w*|blackwell|sm_?1[0-2]\d|rtx.?pro.?6000|"
@@ -68,6 +68,14 @@ class _Launch:
     line: int
     gen: str | None
     why: str
+    unexported: bool = False  # set in the script without export: the launcher does not get it
+
+    @property
+    def have(self) -> str:
+        """The value as the launcher gets it, in words."""
+        if self.val is not None:
+            return self.val
+        return "set without export, so unset for the launcher" if self.unexported else "unset"
 
     @property
     def val(self) -> str | None:
@@ -86,7 +94,7 @@ def _unconditional(lz: Launcher, f: Field | None) -> bool:
     return f is not None and (var is None or not var.conditional or _VAR in lz.step.prefix)
 
 
-def _launch(lz: Launcher, gen: str | None, why: str) -> _Launch | None:
+def _launch(job: Job, lz: Launcher, gen: str | None, why: str) -> _Launch | None:
     """The facts for ``lz``, or None when it does not start Megatron."""
     a = lz.args
     if lz.script is None:
@@ -98,27 +106,29 @@ def _launch(lz: Launcher, gen: str | None, why: str) -> _Launch | None:
     if not (tp_cp or fsdp or moe or any(k.startswith(_MEGATRON_ARGS) for k in a)):
         return None
     f = lz.env_value(_VAR)
-    return _Launch(tp, cp, tp_cp, fsdp, moe, f, _unconditional(lz, f),
-                   f.line if f is not None else lz.first.at, gen, why)
+    var = launch_var(job, lz, _VAR)  # the batch script's, when the srun task does not have it
+    # the export's own line (not where a value it copies came from); a prefix: its word
+    unexported = f is None and var is not None
+    line = (f.line if _VAR in lz.step.prefix or var is None else var.line) if f else lz.first.at
+    if unexported and var is not None:
+        line = var.line
+    return _Launch(tp, cp, tp_cp, fsdp, moe, f, _unconditional(lz, f), line, gen, why,
+                   unexported)
 
 
 def _moe(job: Job, c: _Launch) -> Finding | None:
-    """MoE overlap wants 32 (1 is a conflict to note under TP/CP on pre-Blackwell)."""
-    if c.val != "32" and not (c.val == "1" and c.tp_cp and c.gen != "blackwell"):
-        return finding(
-            job, "max-connections", "warning", c.line,
-            f"--{_MOE_OVERLAP} wants {_VAR}=32 "
-            f"(it is {'unset' if c.val is None else c.val}): the overlap streams serialise",
-            _mc_fix(job, c.var, "32"),
-        )
-    if c.val == "1":
-        return finding(
-            job, "max-connections", "note", c.line,
-            "TP/CP > 1 with MoE overlap on pre-Blackwell: =1 favours TP/CP, =32 the MoE "
-            "overlap; Megatron warns that the two conflict",
-            _mc_fix(job, c.var, "32"),
-        )
-    return None
+    """MoE overlap wants 32, whatever TP/CP: the guide says 32 when the overlap is on, and
+    NeMo's launcher keeps the variable off 1 for all-to-all overlap even with TP > 1."""
+    if c.val == "32":
+        return None
+    why = ("1 serialises the all-to-all overlap streams (TP/CP > 1 does not make 1 right "
+           "here)" if c.val == "1" and c.tp_cp else "the overlap streams serialise")
+    return finding(
+        job, "max-connections", "warning", c.line,
+        f"--{_MOE_OVERLAP} wants {_VAR}=32 "
+        f"(it is {c.have}): {why}",
+        _mc_fix(job, c.var, "32"),
+    )
 
 
 def _fsdp(job: Job, c: _Launch) -> Finding | None:
@@ -146,7 +156,7 @@ def _tp_cp(job: Job, c: _Launch) -> Finding | None:
         )
     if c.val == "1":
         return None
-    have = "unset" if c.val is None else c.val
+    have = c.have
     if c.gen == "pre-blackwell":
         return finding(
             job, "max-connections", "error", c.line,
@@ -189,7 +199,7 @@ def check_max_connections(job: Job, cfg: LintConfig) -> list[Finding]:
     gen, why = gpu_generation(job, cfg)
     out: list[Finding] = []
     for lz in job.launchers:
-        c = _launch(lz, gen, why)
+        c = _launch(job, lz, gen, why)
         f = _max_connections(job, c) if c is not None else None
         if f is not None:
             out.append(f)

@@ -93,37 +93,112 @@ def _launcher_places(lz: Launcher, worktree_sev: str) -> list[_Place]:
     return places
 
 
-def _moved_line(job: Job, f: Field, pre: str, shared: str) -> str:
-    """The line of ``f`` with its node-local path moved under ``shared``."""
-    text = job.script.line_text(f.line)
+_SBATCH_SYMBOLS = {  # sbatch's filename pattern symbols (man sbatch, "filename pattern")
+    "USER": "%u", "LOGNAME": "%u", "SLURM_JOB_ID": "%j", "SLURM_JOBID": "%j",
+    "SLURM_JOB_NAME": "%x", "SLURM_ARRAY_JOB_ID": "%A", "SLURM_ARRAY_TASK_ID": "%a",
+    "SLURMD_NODENAME": "%N", "HOSTNAME": "%N", "SLURM_NODEID": "%n", "SLURM_PROCID": "%t",
+    "SLURM_STEP_ID": "%s", "SLURM_STEPID": "%s",
+}
+_SHELL_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+_RELATIVE_NOTE = "   # relative to the directory sbatch runs in: sbatch expands no $VAR"
+
+
+def sbatch_path(path: str) -> tuple[str, bool]:
+    """``path`` written the way sbatch expands it: ``$USER`` as ``%u``, ``$SLURM_JOB_ID`` as
+    ``%j``, ...; a leading variable with no such symbol (``$HOME/``) is dropped, which makes the
+    path relative to the submission directory (True when that happened)."""
+    relative = False
+    m = _SHELL_VAR.match(path)
+    if m and (m.group(1) or m.group(2)) not in _SBATCH_SYMBOLS:
+        path, relative = path[m.end() :].lstrip("/") or "slurm-%j.out", True
+
+    def symbol(k: re.Match[str]) -> str:
+        name = k.group(1) or k.group(2)
+        return _SBATCH_SYMBOLS.get(name, f"<{name}>")
+
+    return _SHELL_VAR.sub(symbol, path), relative
+
+
+def _is_directive(job: Job, line: int) -> bool:
+    return job.script.line_text(line).lstrip().startswith("#SBATCH")
+
+
+def _moved(text: str, f: Field, pre: str, shared: str) -> str:
+    """``text`` with the node-local path of ``f`` moved under ``shared`` (unchanged if absent)."""
     for cand in (f.value, pre, "${" + pre[1:] + "}" if pre.startswith("$") else pre):
         if cand in text:
-            fixed = text.replace(cand, shared if cand == pre else shared + f.value[len(pre):], 1)
-            return fixed.strip() if fixed != text else f"use a path under {shared}"
-    return f"use a path under {shared}"
+            return text.replace(cand, shared if cand == pre else shared + f.value[len(pre) :], 1)
+    return text
 
 
-def _node_local_finding(job: Job, cfg: LintConfig, place: _Place, shared: str) -> Finding | None:
-    """A finding when ``place`` is on node-local storage."""
-    f = place.field
-    pre = _node_local(cfg, f.value)
-    if pre is None:
-        return None
-    return finding(job, "node-local-path", place.severity, f.line,
-                   f"{place.what} {f.value} is on node-local storage ({pre}): "
-                   f"{place.consequence}",
-                   _moved_line(job, f, pre, shared))
+def _moved_line(job: Job, line: int, moves: list[tuple[Field, str]], shared: str) -> str:
+    """Line ``line`` with every node-local path on it moved under ``shared`` (an ``#SBATCH``
+    line gets sbatch's own filename symbols, never a ``$VAR`` it would not expand)."""
+    text = job.script.line_text(line)
+    root, relative = sbatch_path(shared) if _is_directive(job, line) else (shared, False)
+    fixed = text
+    for f, pre in moves:
+        fixed = _moved(fixed, f, pre, "" if relative else root)
+    if relative:
+        fixed = re.sub(r"(=|\s)/+", r"\1", fixed, count=1)
+    if fixed == text:
+        return f"use a path under {shared}"
+    return fixed.strip() + (_RELATIVE_NOTE if relative else "")
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}
+
+
+def _line_finding(job: Job, line: int, hits: list[tuple[_Place, str]], shared: str) -> Finding:
+    """One finding for every node-local path written on one line, and one fix for them all."""
+    severity = min((p.severity for p, _ in hits), key=_SEVERITY_RANK.__getitem__)
+    what = "; ".join(f"{p.what} {p.field.value} is on node-local storage ({pre}): "
+                     f"{p.consequence}" for p, pre in hits)
+    return finding(job, "node-local-path", severity, line, what,
+                   _moved_line(job, line, [(p.field, pre) for p, pre in hits], shared))
 
 
 def check_node_local_path(job: Job, cfg: LintConfig) -> list[Finding]:
-    """Worktree, checkpoints, logs or venv on a path only one node sees."""
+    """Worktree, checkpoints, logs or venv on a path only one node sees; one finding per line,
+    whose fix moves every such path on it (``--save`` and ``--load`` together)."""
     shared = _shared_root(job, cfg)
     worktree_sev = "error" if multi_node(job) else "warning"
     places = _job_places(job, worktree_sev)
     for lz in job.launchers:
         places += _launcher_places(lz, worktree_sev)
-    found = [_node_local_finding(job, cfg, p, shared) for p in places]
-    return [f for f in found if f is not None]
+    by_line: dict[int, list[tuple[_Place, str]]] = {}
+    for p in places:
+        pre = _node_local(cfg, p.field.value)
+        if pre is None or (_is_directive(job, p.field.line) and "$" in p.field.value):
+            continue  # an #SBATCH path with a $VAR is sbatch-output's: sbatch never expands it
+        hits = by_line.setdefault(p.field.line, [])
+        if all(h.field.value != p.field.value or h.what != p.what for h, _ in hits):
+            hits.append((p, pre))
+    return [_line_finding(job, line, hits, shared) for line, hits in by_line.items()]
+
+
+# --- sbatch-output ------------------------------------------------------------------------------
+
+
+def check_sbatch_output(job: Job, cfg: LintConfig) -> list[Finding]:
+    """``#SBATCH --output/--error`` with a ``$VAR``: sbatch reads the line itself and replaces
+    only its ``%`` symbols, so ``$HOME/logs/%j.out`` names a directory called ``$HOME``."""
+    out: list[Finding] = []
+    for d in job.script.directives:
+        if d.name not in ("output", "error") or "$" not in d.value:
+            continue
+        path, relative = sbatch_path(d.value)
+        text = job.script.line_text(d.line)
+        fixed = (text.replace(d.value, path, 1).strip() if d.value in text
+                 else f"#SBATCH --{d.name}={path}")
+        out.append(finding(
+            job, "sbatch-output", "warning", d.line,
+            f"#SBATCH --{d.name}={d.value}: sbatch does not expand shell variables in #SBATCH "
+            "lines (only its % symbols: %j, %x, %u, %N, %A, %a, ...), so the log goes to a path "
+            "with a literal $ in it, or nowhere when that directory does not exist",
+            fixed + (_RELATIVE_NOTE if relative else ""),
+        ))
+    return out
 
 
 # --- container-mounts ---------------------------------------------------------------------------
@@ -209,29 +284,40 @@ def _uv_sync_in_srun(job: Job, srun: Srun) -> list[Finding]:
     return out
 
 
-def _syncs_in_job(job: Job, lz: Launcher) -> bool:
-    """True when ``uv run`` of ``lz`` would resolve and install the venv inside the job."""
+def _syncs_in_job(job: Job, cfg: LintConfig, lz: Launcher) -> bool:
+    """True when ``uv run`` of ``lz`` syncs the venv (a no-op when ``uv sync`` ran before)."""
     if not lz.uv or "--no-sync" in lz.uv_opts:
         return False
     nosync = lz.env_value("UV_NO_SYNC")
     if nosync is not None and nosync.value not in ("", "0", "false"):
         return False
+    # a venv on node-local disk is rebuilt on every node for certain: node-local-path says so
+    venv = [lz.env_value(name) for name in _VENV_VARS]
+    if any(v is not None and _node_local(cfg, v.value) for v in venv):
+        return False
     return not job.uv_sync
 
 
 def check_uv_sync(job: Job, cfg: LintConfig) -> list[Finding]:
-    """``uv run`` that would build the venv on every node, or ``uv sync`` inside srun."""
+    """``uv sync`` inside srun (a warning: every node rebuilds the venv); ``uv run`` under srun
+    that syncs (a note: a script cannot show whether ``uv sync`` ran before submission, as the
+    guide's prerequisite says it does)."""
     out: list[Finding] = []
+    synced: list[Launcher] = []  # launchers after a `uv sync` in their srun: the warning says it
     for srun in job.sruns:
-        out += _uv_sync_in_srun(job, srun)
+        inside = _uv_sync_in_srun(job, srun)
+        out += inside
+        synced += srun.launchers if inside else []
     for lz in job.launchers:
-        if not _syncs_in_job(job, lz):
+        if lz in synced or not _syncs_in_job(job, cfg, lz):
             continue
         line = lz.first.at
         out.append(finding(
-            job, "uv-sync", "warning", line,
-            "uv run without --no-sync and no uv sync beforehand: every node resolves and "
-            "installs the venv inside the job (`Creating virtual environment at: .venv`)",
+            job, "uv-sync", "note", line,
+            "uv run syncs the venv on every node: quick when `uv sync` ran once before sbatch "
+            "(the guide's prerequisite, which a script cannot show); without it every node "
+            "resolves and installs the venv inside the job (`Creating virtual environment at: "
+            ".venv` in each node's output)",
             corrected(job, line, r"uv\s+run", "uv run --no-sync", "uv run --no-sync ...")
             + "   # after `uv sync` before sbatch",
         ))

@@ -4,27 +4,31 @@ derived from the allocation (``allocation``)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Env, Field
 from analyzer.lint.job import Job, Launcher
 from analyzer.lint.rules.base import (
+    HOSTNAME,
+    LAUNCH_FIX,
+    LOOPBACK,
     MASTER_FIX,
     Finding,
     as_int,
     corrected,
     finding,
+    is_node_list,
+    launch_var,
     multi_node,
     on_line,
+    rank_fix,
 )
 
 # --- master-addr --------------------------------------------------------------------------------
 
-_NODELIST_VAR = re.compile(r"\$\{?SLURM_(JOB_)?NODELIST")
-_RAW_NODELIST = re.compile(r"[\w.-]*\[[\d,-]+\][\w.-]*(:\d+)?|[\w.-]+(,[\w.-]+)+")
-_HOSTNAME = re.compile(r"\$\(\s*hostname|`\s*hostname|\$\{?HOSTNAME\b")
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _MASTER_ADDR_VAR = re.compile(r"\$\{?MASTER_ADDR\}?")
+_NAMES_MASTER_ADDR = re.compile(r"\$\{?MASTER_ADDR\b")
 
 
 def _per_task(job: Job, lz: Launcher, line: int) -> bool:
@@ -50,7 +54,7 @@ def _missing_master_addr(job: Job, lz: Launcher) -> Finding | None:
         job, "master-addr", "error", lz.first.at,
         "no --master-addr: every node uses 127.0.0.1 and waits for a store that "
         "only its own agent serves",
-        MASTER_FIX,
+        f"{LAUNCH_FIX} {rank_fix(job, lz)} ...",
     )
 
 
@@ -72,23 +76,38 @@ def _hostname_master(job: Job, lz: Launcher, line: int, fix: str) -> Finding:
     )
 
 
+def _unset_master_addr(job: Job, lz: Launcher, line: int) -> Finding | None:
+    """``$MASTER_ADDR`` that the launcher's shell does not have (a wrong value set without
+    export is reported once, for its value, with a fix that exports it)."""
+    var = launch_var(job, lz, "MASTER_ADDR")
+    if var is not None and not var.exported and _master_addr_variable(job, lz) is not None:
+        return None
+    if var is not None and not var.exported:
+        return finding(
+            job, "master-addr", "error", var.line,
+            "MASTER_ADDR is set but not exported: the srun task's shell, which expands "
+            "$MASTER_ADDR, gets it empty",
+            "export " + job.script.line_text(var.line).strip()
+            if job.script.line_text(var.line).lstrip().startswith("MASTER_ADDR=")
+            else MASTER_FIX,
+        )
+    return finding(job, "master-addr", "error", line,
+                   "--master-addr uses $MASTER_ADDR, which the script never sets", MASTER_FIX)
+
+
 def _multi_node_master(job: Job, lz: Launcher, addr: Field, fix: str) -> Finding | None:
     """A MASTER_ADDR that only one node can be right about: hostname, loopback, fixed host."""
     v, line = addr.value, addr.line
-    if _HOSTNAME.search(v):
+    if HOSTNAME.search(v):
         return _hostname_master(job, lz, line, fix)
-    if v in _LOOPBACK:
+    if v in LOOPBACK:
         return finding(
             job, "master-addr", "error", line,
             f"MASTER_ADDR={v} on a multi-node job: each node waits on its own loopback",
             fix,
         )
     if _MASTER_ADDR_VAR.fullmatch(v):
-        return finding(
-            job, "master-addr", "error", line,
-            "--master-addr uses $MASTER_ADDR, which the script never sets",
-            MASTER_FIX,
-        )
+        return _unset_master_addr(job, lz, line)
     if not addr.symbolic and "$" not in v:
         return finding(
             job, "master-addr", "warning", line,
@@ -100,12 +119,12 @@ def _multi_node_master(job: Job, lz: Launcher, addr: Field, fix: str) -> Finding
 
 
 def _wrong_master_addr(job: Job, lz: Launcher, addr: Field) -> Finding | None:
-    """A ``--master-addr`` that is not the allocation's first host."""
+    """A master address that is not the allocation's first host."""
     v = addr.value
     fix = _master_fix(job, addr.line)
     if "scontrol show hostname" in v:
         return None
-    if _NODELIST_VAR.search(v) or _RAW_NODELIST.fullmatch(v):
+    if is_node_list(v):
         return finding(
             job, "master-addr", "error", addr.line,
             "MASTER_ADDR is the raw node list (e.g. node[001-002]), not a host name: the "
@@ -117,18 +136,65 @@ def _wrong_master_addr(job: Job, lz: Launcher, addr: Field) -> Finding | None:
     return _multi_node_master(job, lz, addr, fix)
 
 
+def _master_addr_variable(job: Job, lz: Launcher) -> Finding | None:
+    """MASTER_ADDR set to a wrong value, reported where it is set, whether or not the launcher
+    line names it (the worker group, ``srun python`` with ``env://``, a fix, all use it)."""
+    var = launch_var(job, lz, "MASTER_ADDR")
+    if var is None or not var.value:
+        return None
+    value = Field(var.value, var.line, any(f.symbolic for f in var.fields))
+    f = _wrong_master_addr(job, lz, value)
+    if f is not None and not var.exported and not f.fix.startswith("export "):
+        f = replace(f, fix=MASTER_FIX)  # the task's shell needs it exported too
+    return f
+
+
+def _uses_variable(job: Job, lz: Launcher, addr: Field) -> bool:
+    """True when the launcher's address is written as ``$MASTER_ADDR`` (in any quoting) and
+    the script sets it: the variable's own line carries the finding."""
+    text = job.script.line_text(addr.at or addr.line)
+    return bool(_NAMES_MASTER_ADDR.search(text)) and launch_var(job, lz, "MASTER_ADDR") is not None
+
+
+def _launcher_master_addr(job: Job, lz: Launcher) -> Finding | None:
+    """The launcher's own ``--master-addr`` / ``--rdzv-endpoint``, or its absence."""
+    o = lz.opts
+    addr = o.get("master-addr") or o.get("rdzv-endpoint")
+    if addr is None:
+        return _missing_master_addr(job, lz)
+    var = launch_var(job, lz, "MASTER_ADDR")
+    if _uses_variable(job, lz, addr) and var is not None and (
+            var.exported or _master_addr_variable(job, lz) is not None):
+        return None  # the variable's line has the finding, if any
+    return _wrong_master_addr(job, lz, addr)
+
+
 def check_master_addr(job: Job, cfg: LintConfig) -> list[Finding]:
-    """MASTER_ADDR not taken from ``scontrol show hostnames`` (raw nodelist, hostname, unset)."""
+    """MASTER_ADDR not taken from ``scontrol show hostnames`` (raw nodelist, hostname, unset),
+    reported on the line that sets it."""
     out: list[Finding] = []
     for lz in job.launchers:
-        o = lz.opts
-        if "standalone" in o:
-            continue
-        addr = o.get("master-addr") or o.get("rdzv-endpoint")
-        f = _missing_master_addr(job, lz) if addr is None else _wrong_master_addr(job, lz, addr)
-        if f is not None:
-            out.append(f)
+        found = [_master_addr_variable(job, lz)]
+        if "standalone" not in lz.opts:
+            found.append(_launcher_master_addr(job, lz))
+        out += [f for f in found if f is not None]
+    if not job.launchers:
+        out += _master_addr_without_launcher(job)
     return out
+
+
+def _master_addr_without_launcher(job: Job) -> list[Finding]:
+    """``srun python train.py`` (``env://``): the workers read MASTER_ADDR themselves."""
+    srun = job.main_srun
+    var = srun.step.env.get("MASTER_ADDR") if srun is not None else None
+    if var is None or not is_node_list(var.value):
+        return []
+    return [finding(
+        job, "master-addr", "error", var.line,
+        "MASTER_ADDR is the raw node list (e.g. node[001-002]), not a host name: the "
+        "rendezvous rejects it on every node",
+        _master_fix(job, var.line),
+    )]
 
 
 # --- allocation ---------------------------------------------------------------------------------
