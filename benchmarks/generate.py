@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncclinfo
+
 JOB_ID = 4242
 T0 = datetime(2026, 8, 20, 11, 2, 7)
 """Job start."""
@@ -69,6 +72,9 @@ class Spec:
     first_node: int = 0
     """The job's first host is ``node<first_node>`` (jobs of one night land on different
     nodes of the cluster)."""
+    nccl_info: bool = False
+    """NCCL_DEBUG=INFO as NCCL prints it (``ncclinfo.py``): every rank's communicators start
+    (tens per rank, hundreds of lines each), then training without NCCL's COLL lines."""
 
     @property
     def world(self) -> int:
@@ -115,6 +121,8 @@ def _stdout_templates(spec: Spec, rank: int, rnd: random.Random) -> list[tuple[s
     comm = f"0x{rnd.getrandbits(44):x}"
     nxt = (rank + 1) % spec.world
     prv = (rank - 1) % spec.world
+    if spec.nccl_info:
+        return _info_templates(spec, rank)
     t: list[tuple[str, int]] = [
         (
             f"{nccl}{op}: opCount \x03 sendbuff 0x7f{rnd.getrandbits(40):010x} recvbuff "
@@ -168,6 +176,30 @@ def _stdout_templates(spec: Spec, rank: int, rnd: random.Random) -> list[tuple[s
         (" > rerun state machine: 0 errors injected (error_injection_rate 0), timeout 600", 1),
     ]
     if spec.dense or rank == spec.world - 1:  # Megatron's training_log: the last rank
+        t.append(
+            (
+                " [\x02] iteration \x03/  500000 | consumed samples:     \x03 | elapsed time per "
+                "iteration (ms): 8123.5 | throughput per GPU (TFLOP/s/GPU): 431.3 | learning "
+                "rate: 2.999400E-04 | global batch size:  1024 | lm loss: 2.345679E+00 | loss "
+                "scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of "
+                "nan iterations:   0 |",
+                40,
+            )
+        )
+    return t
+
+
+def _info_templates(spec: Spec, rank: int) -> list[tuple[str, int]]:
+    """Training noise of a job run with NCCL_DEBUG=INFO and no COLL subsystem: NCCL is
+    quiet once its communicators are up; Megatron's lines remain."""
+    t = [
+        (
+            " [\x02] data loader: step \x03 prefetch ok, 0 worker errors, worker timeout 120 s",
+            2,
+        ),
+        (" > rerun state machine: 0 errors injected (error_injection_rate 0), timeout 600", 1),
+    ]
+    if spec.dense or rank == spec.world - 1:
         t.append(
             (
                 " [\x02] iteration \x03/  500000 | consumed samples:     \x03 | elapsed time per "
@@ -495,14 +527,23 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
     t_stop = T_OOM - timedelta(seconds=1 + rnd.random())
     rank_dir.mkdir(parents=True, exist_ok=True)
     with open(rank_dir / "stdout.log", "wb", buffering=1 << 20) as fh:
-        # Printed once per process, when NCCL initialises.
-        nccl = f"{spec.host(node)}:{180000 + rank * 7}:{180000 + rank * 7} [{lr}] NCCL INFO "
-        hca = HCAS[lr % len(HCAS)]
-        fh.write(
-            f"{nccl}NCCL version 2.21.5+cuda12.4\n"
-            f"{nccl}NET/IB : Using [0]{hca}:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.3.{node}.{lr}<0>\n"
-            f"{nccl}Setting affinity for GPU {lr} to ffff,ffffffff,00000000,0000ffff\n".encode()
-        )
+        budget = int(quota * 0.78)
+        if spec.nccl_info:  # every communicator's start, as NCCL 2.21 prints it
+            pid = 180000 + rank * 7
+            lines = ncclinfo.startup_lines(
+                spec.host(node), pid, lr, rank, spec.world, spec.gpus_per_node, rnd
+            )
+            head = ("\n".join(lines) + "\n").encode()
+            budget = max(0, budget - len(head))
+        else:  # printed once per process, when NCCL initialises
+            nccl = f"{spec.host(node)}:{180000 + rank * 7}:{180000 + rank * 7} [{lr}] NCCL INFO "
+            hca = HCAS[lr % len(HCAS)]
+            head = (
+                f"{nccl}NCCL version 2.21.5+cuda12.4\n"
+                f"{nccl}NET/IB : Using [0]{hca}:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.3.{node}.{lr}<0>\n"
+                f"{nccl}Setting affinity for GPU {lr} to ffff,ffffffff,00000000,0000ffff\n"
+            ).encode()
+        fh.write(head)
         if rank == 0:
             dp = max(1, spec.world // 32)
             fh.write(
@@ -514,7 +555,13 @@ def _rank_files(spec: Spec, node: int, lr: int, rank_dir: Path, quota: int) -> N
                     "> initializing torch distributed ...\n"
                 ).encode()
             )
-        _noise(fh, stdout_t, int(quota * 0.78), t_stop, rnd, spec.dense)
+        if spec.nccl_info:  # the pipeline's point-to-point channels open as training starts
+            pid = 180000 + rank * 7
+            p2p = ncclinfo.p2p_lines(
+                spec.host(node), pid, pid + 61, lr, rank, spec.world, spec.gpus_per_node
+            )
+            fh.write(("\n".join(p2p) + "\n").encode())
+        _noise(fh, stdout_t, budget, t_stop, rnd, spec.dense)
     with open(rank_dir / "stderr.log", "wb", buffering=1 << 20) as fh:
         fh.write(
             f"[rank{rank}]:[{_cpp_stamp(T0, 'W', rnd)} Utils.hpp:164] Warning: Environment "
@@ -711,6 +758,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--failure", choices=sorted(FAILURES), default="cuda_oom", help="what the failing rank does"
     )
+    ap.add_argument(
+        "--nccl-info",
+        action="store_true",
+        help="NCCL_DEBUG=INFO start-up of every communicator (ncclinfo.py), no COLL lines",
+    )
     ap.add_argument("--job-id", type=int, default=JOB_ID)
     ap.add_argument("--first-node", type=int, default=0, help="number of the job's first host")
     a = ap.parse_args(argv)
@@ -725,6 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         a.failure,
         a.job_id,
         a.first_node,
+        a.nccl_info,
     )
     if not 0 <= spec.oom < spec.world:
         ap.error(f"--oom-rank must be in 0..{spec.world - 1}")

@@ -23,6 +23,7 @@ from analyzer.catalog.cache import (
 )
 from analyzer.catalog.model import (
     ENV_VAR,
+    NEEDS,
     PATTERN_KEYS,
     PLACEHOLDER_NAMES,
     TRACEBACK_FIELDS,
@@ -255,6 +256,9 @@ def _parse_pattern(
     needles = _as_str_tuple(raw.get("needles", []), f"{where}: needles")
     if not needles or any(not n for n in needles):
         raise CatalogError(f"{where}: needs at least one non-empty needle")
+    need = raw.get("need", "every")
+    if need not in NEEDS:
+        raise CatalogError(f"{where}: need {need!r} is not one of {', '.join(NEEDS)}")
     return Pattern(
         id=pid,
         category=raw["category"],
@@ -274,6 +278,7 @@ def _parse_pattern(
         user=user,
         tags=tags,
         captures=captures,
+        need=need,
     )
 
 

@@ -36,6 +36,8 @@ def match_priority(p: Pattern) -> tuple[int, int]:
     return (tier(p), _ROLE_ORDER[p.role])
 
 
+NEEDS = ("every", "first")
+"""Values of a pattern's ``need`` (``Pattern.need``)."""
 PATTERN_KEYS: frozenset[str] = frozenset(
     {
         "id",
@@ -49,6 +51,7 @@ PATTERN_KEYS: frozenset[str] = frozenset(
         "fix",
         "versions",
         "source",
+        "need",
         "examples",
         "counter_examples",
         "tags",
@@ -148,6 +151,10 @@ class Pattern:
     disabled_reason: str | None = None
     tags: frozenset[str] = frozenset()
     captures: Mapping[str, Capture] = field(default_factory=dict)
+    need: str = "every"
+    """What the reader must keep of this pattern's lines in one file (``NEEDS``): ``every``
+    line (bounded as ``read/fold.py`` says), or only the ``first`` line of each distinct set
+    of captures per writer, the later ones counted in its ``repeats``."""
 
     def by_role(self, role: str) -> str | None:
         """The name of the capture that declares ``role`` (None if none does)."""
@@ -327,4 +334,3 @@ class Catalog:
         if not found:
             return None
         return min(found, key=lambda pm: match_priority(pm.pattern))
-

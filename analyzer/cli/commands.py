@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sys
 
 import typer
@@ -25,6 +27,18 @@ def _with_command(args: list[str]) -> tuple[list[str], str | None]:
     if args and first not in SUBCOMMANDS and args[0] not in SUBCOMMANDS:
         args = ["diagnose", *args]
     return args, args[0] if args and args[0] in SUBCOMMANDS else first
+
+
+def _broken_pipe(exc: OSError) -> bool:
+    """Whether ``exc`` says the reader of standard output went away."""
+    return isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE or "Broken pipe" in str(exc)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null so Python's exit flush cannot fail again."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,8 +67,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except (typer.Exit, getattr(cx, "Exit", typer.Exit)) as exc:
         raise SystemExit(getattr(exc, "exit_code", 1)) from None
-    except BrokenPipeError:
-        sys.stderr.close()
+    except OSError as exc:  # a closed pipe (`| head`): polars raises OSError, not BrokenPipeError
+        if not _broken_pipe(exc):
+            raise
+        _quiet_stdout()
         raise SystemExit(0) from None
     except KeyboardInterrupt:
         print("mcore-diagnose: interrupted", file=sys.stderr)

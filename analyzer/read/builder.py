@@ -62,9 +62,7 @@ def _errorish(pre: Prefixed, msg: str) -> bool:
     if _PY_WARNING.search(msg):
         return False
     return (
-        pre.level in ("E", "F", "C")
-        or "NCCL WARN" in msg
-        or _FAILURE_WORD.search(msg) is not None
+        pre.level in ("E", "F", "C") or "NCCL WARN" in msg or _FAILURE_WORD.search(msg) is not None
     )
 
 
@@ -240,8 +238,8 @@ class EventBuilder:
         return None if got is None or got[0].role == "candidate" else got
 
     def _match_whole(self, msg: str) -> tuple[Pattern, dict[str, str]] | None:
-        pm = self.matcher.catalog.match(msg)
-        return None if pm is None else (pm.pattern, dict(pm.fields))
+        got = self.matcher.match_text(msg)
+        return None if got is None else (got[0], dict(got[1]))
 
     def _follow(self, blk: Block, pos: int) -> int:
         """Read every line from ``pos`` while a traceback is open; return where it stopped

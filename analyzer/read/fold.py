@@ -21,6 +21,12 @@ unless every tag is one of ``FOLDED_TAGS`` (lines code reads only as a whole: an
 A ``progress`` line (tag ``progress``: Megatron's iteration line, printed by every rank every
 step) is folded harder: ``KEEP_PROGRESS`` at each end (its first and last line) and the
 extremes.
+
+A pattern that needs only the ``first`` line per identity (``Pattern.need``: NCCL's
+communicator and channel lines, which say which rank a process holds in each communicator,
+hundreds of times per process at ``NCCL_DEBUG=INFO``) keeps the first line of each distinct
+set of captures per writer; the later ones only count (one dict lookup and an integer, no
+item), so the sum of ``repeats`` stays the number of matched lines.
 """
 
 from __future__ import annotations
@@ -103,12 +109,13 @@ class RepeatBound:
         self._groups: dict[Hashable, _Group] = {}
         self._touched: list[_Group] = []
         """Groups past their first ``keep`` that got items since the last :meth:`settle`."""
-        self._kinds: dict[str, tuple[tuple[str, ...], bool, int]] = {}
+        self._kinds: dict[str, tuple[tuple[str, ...], bool, int, bool]] = {}
         """Per pattern id, what its lines' groups need (see :meth:`_kind`)."""
 
-    def _kind(self, pattern: Any) -> tuple[tuple[str, ...], bool, int]:
+    def _kind(self, pattern: Any) -> tuple[tuple[str, ...], bool, int, bool]:
         """(identity captures, whether its lines are facts that repeat, lines kept at each
-        end of its groups) of a pattern, worked out once per pattern. A tagged context line is
+        end of its groups, whether only the first line per set of captures is kept) of a
+        pattern, worked out once per pattern. A tagged context line is
         structure (a ChildFailedError block's fields) that code reads line by line, never a
         repeated fact, unless its tag is ``progress``."""
         kind = self._kinds.get(pattern.id)
@@ -121,6 +128,7 @@ class RepeatBound:
                 names,
                 pattern.role == "context" and (progress or tags <= FOLDED_TAGS),
                 KEEP_PROGRESS if progress else self.keep,
+                getattr(pattern, "need", "every") == "first",
             )
         return kind
 
@@ -143,10 +151,18 @@ class RepeatBound:
         """``add(key(writer, pattern, pattern.role, fields), Item(line, offset, fields,
         args))``: one matched line, in one call (the reader's hot path)."""
         kind = self._kinds.get(pattern.id) or self._kind(pattern)
-        names, context, keep = kind
+        names, context, keep, first = kind
         role = pattern.role
+        if first:
+            key: Hashable = (writer, pattern.id, role, *fields.items())
+            g = self._groups.get(key)
+            if g is not None:
+                g.n += 1  # counted into the first line's repeats by ``events``
+                return
+            self.add(key, Item(line, offset, fields, args), False, 1)
+            return
         if names:
-            key: Hashable = (writer, pattern.id, role, *[fields.get(n) for n in names])
+            key = (writer, pattern.id, role, *[fields.get(n) for n in names])
         else:
             key = (writer, pattern.id, role)
         self.add(key, Item(line, offset, fields, args), context, keep)

@@ -16,6 +16,7 @@ import regex
 
 from analyzer.catalog.model import (
     GENERIC_EXCEPTION_TAG,
+    TRACEBACK_TAG,
     Catalog,
     Pattern,
     PatternMatch,
@@ -51,6 +52,9 @@ class LineMatcher:
         """Needle indexes found on each candidate line of the current block (by line start):
         the index alone for a line holding one needle (most lines), else a set. None when the
         prefilter cannot list them (every candidate then asks the catalog)."""
+        self._tb_idx = [i for i, p in enumerate(catalog.patterns) if TRACEBACK_TAG in p.tags]
+        """The traceback's pattern, which has no needle in the prefilter (never matched line
+        by line) but is one of the patterns with a needle in a message."""
         self._user = [p for p in catalog.patterns if p.user]
         """The patterns a timeout can switch off (read after every file: not all 300)."""
         self._starts: set[int] = set()
@@ -200,17 +204,14 @@ class LineMatcher:
         (``Pattern.near``): a root or symptom pattern, not a catch-all, whose needle the line
         holds, when every such pattern means the same category. Its captures are what the
         cut line still holds, with ``near_miss`` set."""
-        found = None if self._line_needles is None or start is None else (
-            self._line_needles.get(start)
+        found = (
+            None if self._line_needles is None or start is None else (self._line_needles.get(start))
         )
         if found is not None:
             key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
             sub = self._subsets.get(key) or self._subset(found)
         else:
-            sub = sorted(
-                (p for p in self.catalog.patterns if any(n in msg for n in p.needles)),
-                key=match_priority,
-            )
+            sub = self.with_needles(msg)
         near: list[tuple[Pattern, regex.Match[str]]] = []
         for p in sub:
             if p.role not in _NEAR_ROLES or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags:
@@ -224,6 +225,40 @@ class LineMatcher:
             return None  # none, or patterns of different meanings: the cut line is ambiguous
         p, m = near[0]
         return p, {**p.fields(m), NEAR_MISS: "1"}
+
+    def with_needles(self, msg: str) -> list[Pattern]:
+        """Every pattern with a needle in ``msg`` (the traceback's pattern included), in
+        ``match_priority`` then catalog order: the prefilter names the needles, rather than a
+        Python scan of every pattern's needles."""
+        cat = self.catalog
+        hits = self.prefilter.find_all(msg.encode("utf-8"))
+        if hits is None:
+            pats = [p for p in cat.patterns if any(n in msg for n in p.needles)]
+            return sorted(pats, key=match_priority)
+        idx = {i for _e, nid in hits for i in cat.needle_patterns[nid]}
+        idx.update(i for i in self._tb_idx if any(n in msg for n in cat.patterns[i].needles))
+        return sorted((cat.patterns[i] for i in sorted(idx)), key=match_priority)
+
+    def match_text(self, msg: str) -> tuple[Pattern, dict[str, str]] | None:
+        """``Catalog.match(msg)`` as (pattern, captures) for a message that is no line of the
+        block (a wrapped line joined with the next): the prefilter names the needles in it,
+        and only their patterns are asked, in ``match_priority`` order (the first match is
+        the one ``Catalog.match`` keeps), not every pattern's needles in Python."""
+        hits = self.prefilter.find_all(msg.encode("utf-8"))
+        if hits is None:
+            pm = self.catalog.match(msg)
+            return None if pm is None else (pm.pattern, pm.fields)
+        if not hits:
+            return None
+        ids = {nid for _e, nid in hits}
+        found: set[int] | int = next(iter(ids)) if len(ids) == 1 else ids
+        key = found if type(found) is int else frozenset(ids)
+        sub = self._subsets.get(key) or self._subset(found)
+        for p in sub:
+            m = p.search(msg)
+            if m:
+                return p, p.fields(m)
+        return None
 
     def _subset(self, found: set[int] | int) -> list[Pattern]:
         """The patterns owning the needles ``found``, in ``match_priority`` order (cached)."""

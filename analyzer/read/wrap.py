@@ -63,10 +63,11 @@ def hard_wrap_width(head: bytes) -> int | None:
     lines = head[:SAMPLE_BYTES].split(b"\n")[:-1]
     if len(lines) < 2:
         return None
-    width = max(len(ln) for ln in lines)
-    if width < MIN_WIDTH:
+    lens = list(map(len, lines))
+    width = max(lens)
+    if width < MIN_WIDTH or lens.count(width) < 2:  # a wrap has several lines that long
         return None
-    at = [i for i, ln in enumerate(lines) if len(ln) == width]
+    at = [i for i, n in enumerate(lens) if n == width]
     if len({lines[i] for i in at}) < 2:  # one long line said twice is not a wrap
         return None
     cont = sum(1 for i in at if i + 1 < len(lines) and _continuation(lines[i + 1], lines[i]))

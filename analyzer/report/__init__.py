@@ -18,7 +18,13 @@ def terminal_width(default: int = 100) -> int:
 
 
 def render(
-    a: Analysis, fmt: str, *, quiet: bool = False, verbose: bool = False, color: bool = False
+    a: Analysis,
+    fmt: str,
+    *,
+    quiet: bool = False,
+    verbose: bool = False,
+    color: bool = False,
+    width: int | None = None,
 ) -> str:
     """The report for ``a`` (an ``analyzer.api.Analysis``) as a string.
 
@@ -29,8 +35,12 @@ def render(
             ``docs/contract.md``, indented; the command line prints it on one line).
         quiet: one line, ``category rank=… node=… confidence=…: cause`` (not for JSON).
         verbose: add the per-rank timeline and show tracebacks and long lines whole.
-        color: the terminal report carries ANSI colours and is as wide as the terminal
-            (``analyzer.util.color.use_color`` decides it on the command line).
+        color: the terminal report carries ANSI colours (``analyzer.util.color.use_color``
+            decides it on the command line).
+        width: the line width of the ``terminal`` and ``text`` reports; the command line
+            passes the terminal's width (with or without colour), and 100 (``WIDTH``) when
+            standard output is not a terminal. None: the terminal's width when ``color``,
+            else 100. No line of these reports is longer (log lines are cut or wrapped).
 
     Raises ``ValueError`` for an unknown ``fmt``. Log text is escaped for the format.
     """
@@ -54,7 +64,8 @@ def render(
         return to_html(a, verbose=verbose)
     from analyzer.report.terminal import WIDTH, to_terminal, to_text
 
+    if width is None:
+        width = terminal_width() if color and fmt == "terminal" else WIDTH
     if fmt == "text":
-        return to_text(a, verbose=verbose)
-    width = terminal_width() if color else WIDTH
+        return to_text(a, verbose=verbose, width=width)
     return to_terminal(a, color=color, verbose=verbose, width=width)

@@ -230,7 +230,7 @@ def _symptoms(m: ReportModel) -> list[str]:
 def _advisory(x: AdvisoryView) -> str:
     """One launch advisory: severity, rule and message, then its fix and evidence."""
     evidence = "".join(f"\n{e(v)}" for v in x.evidence)
-    return f"<li><b>{e(x.severity)}</b> {e(x.line)}<pre>fix: {e(x.fix)}{evidence}</pre></li>"
+    return f"<li><b>{e(x.severity)}</b> {prose(x.line)}<pre>fix: {e(x.fix)}{evidence}</pre></li>"
 
 
 def _advisories(m: ReportModel) -> list[str]:

@@ -142,7 +142,7 @@ def _advisories(m: ReportModel) -> list[str]:
         return []
     out = ["## Launch advisories", ""]
     for x in m.advisories:
-        out.append(f"- **{md(x.severity)}** {md(x.line)}  ")
+        out.append(f"- **{md(x.severity)}** {prose(x.line)}  ")
         out.append(f"  fix: {code(x.fix)}")
         out += [f"  - {md(v)}" for v in x.evidence]
     return [*out, ""]

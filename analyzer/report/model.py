@@ -172,6 +172,19 @@ CERTAINTY_WORDS = {
 """How the report says ``Verdict.rank_certainty`` next to the rank."""
 
 
+def _rank_note(v: Verdict) -> str | None:
+    """The note under "First failing", unless the cause already says it word for word (a
+    hang's cause quotes how its culprit was found)."""
+    if not v.rank_note:
+        return None
+    note = clean(v.rank_note)
+
+    def norm(s: str) -> str:
+        return " ".join(s.lower().split()).rstrip(".")
+
+    return None if norm(note) in norm(clean(v.cause)) else note
+
+
 def _node_label(node: str | None, index: int | None, hosts: dict[int, str]) -> str | None:
     label = clean(node) if node is not None else None
     host = hosts.get(index) if index is not None else None
@@ -350,7 +363,7 @@ def build_model(a: Analysis) -> ReportModel:
         fix=clean(v.fix),
         confidence=v.confidence,
         pattern_id=clean(v.pattern_id) if v.pattern_id else None,
-        rank_note=clean(v.rank_note) if v.rank_note else None,
+        rank_note=_rank_note(v),
         evidence=[_evidence(e) for e in v.evidence],
         symptoms=[clean(s) for s in d.symptom_lines],
         facts=_facts(a, grid),

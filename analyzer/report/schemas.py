@@ -11,12 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = ("diagnose", "events", "triage", "catalog")
+SCHEMAS = ("diagnose", "events", "triage", "catalog", "lint")
 _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of ``name`` (``diagnose``, ``events``, ``triage`` or ``catalog``)."""
+    """The JSON Schema of ``name`` (one of :data:`SCHEMAS`)."""
     if name not in SCHEMAS:
         raise ValueError(f"unknown schema {name!r}; one of {', '.join(SCHEMAS)}")
     file = f"{name}.schema.json"

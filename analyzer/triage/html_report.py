@@ -95,11 +95,11 @@ def render_html(s: Summary) -> str:
     p.append(f"<h2>Unknown</h2><p>{_h(unknown_summary_line(s))}</p>")
     if s.unknowns is not None:
         p.append("<ul>" + "".join(f"<li>{_h(line)}</li>" for line in unknown_lines(s)) + "</ul>")
-    if s.undiagnosed.height:
+    if s.listed_jobs():
         p.append("<ul>")
-        for r in s.undiagnosed.iter_rows(named=True):
+        for r in s.listed_jobs():
             p.append(
-                f"<li>{_h(r['status'])}: {_h(r['job_id'])} (<code>{_h(r['path'])}"
+                f"<li>{_h(r['status'])}: {_h(r['label'])} (<code>{_h(r['path'])}"
                 f"</code>): {_h(r['note'])}</li>"
             )
         p.append("</ul>")

@@ -76,11 +76,11 @@ def _unknown_section(s: Summary) -> list[str]:
     if s.unknowns is not None:
         out.append("")
         out += [f"- {md_escape(line)}" for line in unknown_lines(s)]
-    if s.undiagnosed.height:
+    if s.listed_jobs():
         out.append("")
-        for r in s.undiagnosed.iter_rows(named=True):
+        for r in s.listed_jobs():
             out.append(
-                f"- {md_escape(r['status'])}: {md_escape(r['job_id'])} "
+                f"- {md_escape(r['status'])}: {md_escape(r['label'])} "
                 f"({md_escape(r['path'])}): {md_escape(one_line(r['note']))}"
             )
     return out

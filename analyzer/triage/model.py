@@ -40,6 +40,20 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     unknowns: pl.DataFrame | None = None
     """Failures no pattern knows, grouped by template fingerprint (``analyzer.decide.unknown``)."""
+    unreadable_jobs: pl.DataFrame | None = None
+    """The jobs with no log content (status ``unknown``): label, path, status, note."""
+
+    def listed_jobs(self) -> list[dict[str, Any]]:
+        """The jobs the summary names one by one: no log content first (with the advice to
+        check the log path), then triage errors and timeouts."""
+        rows: list[dict[str, Any]] = []
+        if self.unreadable_jobs is not None:
+            for r in self.unreadable_jobs.iter_rows(named=True):
+                why = r["note"] or "no log content"
+                rows.append({**r, "status": "unknown",
+                             "note": f"{why}; check the log path"})
+        rows += list(self.undiagnosed.iter_rows(named=True))
+        return rows
 
     @property
     def failed(self) -> int:
@@ -65,8 +79,38 @@ def is_host(node: str | None) -> bool:
     return bool(node) and not str(node).isdigit()
 
 
+def job_labels(job_ids: list[str | None], paths: list[str]) -> list[str]:
+    """How the summary names each job: its id when no other job has it, else the id and the
+    end of its path, as many directories as tell the jobs of that id apart (``11 (a)``,
+    ``11 (b)``; a requeue's ``11 (attempt_1)``)."""
+    by_id: dict[str, list[int]] = {}
+    for i, j in enumerate(job_ids):
+        by_id.setdefault(str(j or ""), []).append(i)
+    out = [str(j or p.rstrip("/").rsplit("/", 1)[-1]) for j, p in zip(job_ids, paths, strict=True)]
+    for jid, idx in by_id.items():
+        if len(idx) < 2 and jid:
+            continue
+        parts = [paths[i].rstrip("/").split("/") for i in idx]
+        depth = max(len(x) for x in parts)
+        k = next((k for k in range(1, depth + 1)
+                  if len({"/".join(x[-k:]) for x in parts}) == len(idx)), depth)
+        for i, x in zip(idx, parts, strict=True):
+            tail = "/".join(x[-k:])
+            named = not jid or tail == jid or tail.endswith("/" + jid)  # the id is the dir
+            out[i] = tail if named else f"{jid} ({tail})"
+    return out
+
+
+def with_labels(df: pl.DataFrame) -> pl.DataFrame:
+    """The table with a ``label`` column (:func:`job_labels`)."""
+    import polars as pl
+
+    labels = job_labels(df["job_id"].to_list(), df["path"].to_list())
+    return df.with_columns(pl.Series("label", labels, dtype=pl.Utf8))
+
+
 def _by_fingerprint(df: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
-    """One row per fingerprint: job count, category, pattern, cause, example job ids."""
+    """One row per fingerprint: job count, category, pattern, cause, example jobs (labels)."""
     import polars as pl
 
     return (
@@ -76,7 +120,7 @@ def _by_fingerprint(df: pl.DataFrame, *extra: pl.Expr) -> pl.DataFrame:
             pl.col("category").first(),
             pl.col("pattern_id").first(),
             pl.col("cause").first(),
-            pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("label").head(EXAMPLES).alias("examples"),
             pl.col("path").head(EXAMPLES).alias("example_paths"),
             *extra,
         )
@@ -93,6 +137,7 @@ def summarize(
     """The summary of a triage table (and, with a baseline, what is new and what vanished)."""
     import polars as pl
 
+    df = with_labels(df)
     by_status = dict(
         sorted(
             (str(s), int(c)) for s, c in df.group_by("status").len().iter_rows() if s is not None
@@ -108,7 +153,7 @@ def summarize(
         host_rows.group_by("node")
         .agg(
             pl.col("path").n_unique().alias("jobs"),
-            pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("label").head(EXAMPLES).alias("examples"),
             pl.col("path").head(EXAMPLES).alias("example_paths"),
             pl.col("category").unique(maintain_order=True).alias("categories"),
             pl.col("fingerprint").n_unique().alias("fingerprints"),
@@ -118,7 +163,7 @@ def summarize(
     )
     undiagnosed = (
         df.filter(pl.col("status").is_in(list(UNDIAGNOSED)))
-        .select("job_id", "path", "status", "note")
+        .select("job_id", "label", "path", "status", "note")
         .sort("path")
     )
     s = Summary(
@@ -131,6 +176,10 @@ def summarize(
         unreadable=by_status.get("unknown", 0),
     )
     s.unknowns = _unknown_groups(failed)
+    s.unreadable_jobs = (
+        df.filter(pl.col("status") == "unknown").select("job_id", "label", "path", "status", "note")
+        .sort("path")
+    )
     if baseline is not None:
         _compare(s, failed, baseline, baseline_name or "baseline")
     return s
@@ -152,8 +201,8 @@ def _unknown_groups(failed: pl.DataFrame) -> pl.DataFrame | None:
             pl.len().alias("jobs"),
             pl.col("unknown_template").first().alias("template"),
             pl.col("time").first().alias("first_time"),
-            pl.col("job_id").first().alias("first_job"),
-            pl.col("job_id").head(EXAMPLES).alias("examples"),
+            pl.col("label").first().alias("first_job"),
+            pl.col("label").head(EXAMPLES).alias("examples"),
         )
         .sort(["jobs", "unknown_fingerprint"], descending=[True, False])
     )
@@ -188,7 +237,9 @@ def _compare(s: Summary, failed: pl.DataFrame, baseline: pl.DataFrame, name: str
         )
         s.baseline = None
         return
-    before = baseline.filter((pl.col("status") == "failed") & pl.col("fingerprint").is_not_null())
+    before = with_labels(baseline).filter(
+        (pl.col("status") == "failed") & pl.col("fingerprint").is_not_null()
+    )
     old = set(before["fingerprint"].to_list())
     now = set(failed["fingerprint"].drop_nulls().to_list())
     s.new = sorted(now - old)
@@ -232,8 +283,8 @@ def unknown_summary_line(s: Summary) -> str:
     """How many jobs are left without a known cause, and why."""
     return (
         f"left unknown: {s.left_unknown} of {s.total} jobs ({pct(s.unknown_share)}): "
-        f"{s.unknown_cause} failed with an unknown cause, {s.unreadable} with nothing "
-        f"readable, {s.undiagnosed.height} triage error/timeout"
+        f"{s.unknown_cause} failed with an unknown cause, {s.unreadable} with no log "
+        f"content, {s.undiagnosed.height} triage error/timeout"
     )
 
 

@@ -152,11 +152,31 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
     problems = list(a.read.problems)
     if not a.read.scans:
         skipped = [f"{rel}: {why}" for rel, why in a.discovery.skipped[:3]]
-        problems.append("nothing readable" + (" (" + "; ".join(skipped) + ")" if skipped else ""))
+        problems.append("no log content" + (" (" + "; ".join(skipped) + ")" if skipped else ""))
+        row.update(no_log_content(path, skipped))
     if problems:
         row["note"] = "; ".join(problems[:3])[:1000]
     return row
 
+
+
+def no_log_content(path: str, skipped: list[str]) -> dict[str, Any]:
+    """The verdict fields of a job with no log content (every file empty, unreadable or not
+    a log): status ``unknown``, no category, and advice to check the log path, never "no
+    failure found" and "nothing to fix"."""
+    what = "; ".join(skipped) if skipped else "no log file"
+    return {
+        "status": "unknown",
+        "category": None,
+        "pattern_id": None,
+        "confidence": None,
+        "cause": f"No log content to diagnose ({what}): the job's status is unknown.",
+        "fix": (
+            f"Check the log path: {path} should hold the job's output (slurm-<jobid>.out, "
+            "torchrun --log-dir files); an empty file means the job wrote nothing there "
+            "(redirected output, a job killed before it started, or a file system that lost it)."
+        ),
+    }
 
 
 def run_jobs(

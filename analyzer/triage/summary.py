@@ -73,10 +73,11 @@ def summary_format(path: Path) -> str:
     raise ValueError(f"{path}: unknown summary format {suffix or '(none)'}; use .md, .html or .txt")
 
 
-def render(s: Summary, fmt: str) -> str:
-    """The summary in ``terminal``/``text``, ``markdown`` or ``html``."""
+def render(s: Summary, fmt: str, width: int = 120) -> str:
+    """The summary in ``terminal``/``text`` (``width`` columns; one block per cause below
+    ``text_report.NARROW_BELOW``), ``markdown`` or ``html``."""
     if fmt == "markdown":
         return render_markdown(s)
     if fmt == "html":
         return render_html(s)
-    return render_terminal(s, color=fmt == "terminal")
+    return render_terminal(s, color=fmt == "terminal", width=width)

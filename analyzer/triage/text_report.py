@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+NARROW_BELOW = 130
+"""Below this width the causes and nodes are blocks (one per cause or node), not tables: the
+tables' five columns would cut categories and pattern ids."""
+
 
 def _causes_table(s: Summary) -> Table:
     """Causes by count: one row per fingerprint (NEW marked against a baseline)."""
@@ -31,7 +35,7 @@ def _causes_table(s: Summary) -> Table:
     has_new = s.baseline is not None
     t = Table(title=Text("Causes by count"), box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column(Text("jobs"), justify="right")
-    t.add_column(Text("category"))
+    t.add_column(Text("category"), no_wrap=True)  # never cut: categories and pattern ids
     t.add_column(Text("cause (first example)"), overflow="fold", ratio=3)
     t.add_column(Text("example jobs"), overflow="fold", ratio=1)
     t.add_column(Text("fingerprint"), no_wrap=True)
@@ -74,6 +78,36 @@ def _nodes_table(s: Summary) -> Table:
     return t
 
 
+def _print_causes_narrow(con: Console, s: Summary) -> None:
+    """Causes by count, one block per fingerprint: nothing is cut, long text wraps."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    has_new = s.baseline is not None
+    con.print(Text("Causes by count"))
+    for r in s.causes.iter_rows(named=True):
+        head = Text(f"  {r['jobs']} job{'s' if r['jobs'] != 1 else ''} · {r['category']}")
+        if r["pattern_id"]:
+            head.append(f" · {r['pattern_id']}")
+        head.append(f" · {r['fingerprint'] or ''}")
+        if has_new and r.get("new"):
+            head.append(" NEW", style="bold red")
+        con.print(head)
+        con.print(Padding(Text(one_line(r["cause"], 240)), (0, 0, 0, 4)))
+        con.print(Text("    e.g. " + ", ".join(r["examples"])))
+
+
+def _print_nodes_narrow(con: Console, s: Summary) -> None:
+    """Node implication, one block per node."""
+    from rich.text import Text
+
+    con.print(Text(f"Node implication (failing node of >= {MIN_NODE_JOBS} jobs)"))
+    for r in s.nodes.iter_rows(named=True):
+        con.print(Text(f"  {r['node']}: {r['jobs']} jobs · "
+                       + ", ".join(c for c in r["categories"] if c)))
+        con.print(Text("    e.g. " + ", ".join(r["examples"])))
+
+
 def _print_unknown(con: Console, s: Summary) -> None:
     """The unknown share, the unknown-failure templates and the first undiagnosed jobs."""
     from rich.text import Text
@@ -81,10 +115,11 @@ def _print_unknown(con: Console, s: Summary) -> None:
     con.print(Text(unknown_summary_line(s)))
     for line in unknown_lines(s):
         con.print(Text(f"  {line}"))
-    for r in s.undiagnosed.head(10).iter_rows(named=True):
-        con.print(Text(f"  {r['status']}: {r['job_id']} ({r['path']}): {one_line(r['note'])}"))
-    if s.undiagnosed.height > 10:
-        con.print(Text(f"  ... and {s.undiagnosed.height - 10} more"))
+    listed = s.listed_jobs()
+    for r in listed[:10]:
+        con.print(Text(f"  {r['status']}: {r['label']} ({r['path']}): {one_line(r['note'])}"))
+    if len(listed) > 10:
+        con.print(Text(f"  ... and {len(listed) - 10} more"))
 
 
 def _print_baseline(con: Console, s: Summary) -> None:
@@ -124,11 +159,16 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
         markup=False,
     )
     con.print(Text("Triage: " + headline(s), style="bold"))
-    if s.causes.height:
+    narrow = width < NARROW_BELOW
+    if s.causes.height and narrow:
+        _print_causes_narrow(con, s)
+    elif s.causes.height:
         con.print(_causes_table(s))
     else:
         con.print(Text("No failures diagnosed."))
-    if s.nodes.height:
+    if s.nodes.height and narrow:
+        _print_nodes_narrow(con, s)
+    elif s.nodes.height:
         con.print(_nodes_table(s))
     else:
         con.print(Text("Node implication: no node is the failing node of several jobs."))

@@ -1,0 +1,182 @@
+"""The reader's fast paths give today's answers on every bundled and wild log.
+
+A pattern that declares ``need = "first"`` (``Pattern.need``) has its repeated lines counted
+instead of kept; the whole-message matcher asks the prefilter which patterns to try. Both are
+compared here with the plain path (every pattern read line by line, the whole catalog asked)
+on every sample job and every wild log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from analyzer.catalog.model import Catalog
+from analyzer.read.discover import discover
+from analyzer.read.job import read_job
+from analyzer.read.match import LineMatcher
+from analyzer.read.records import RawEvent
+from tests.helpers import SAMPLES, WILD, builtin_catalog
+
+JOBS = [*SAMPLES, *sorted(p for p in WILD.iterdir() if p.is_dir())]
+
+
+def _plain(catalog: Catalog) -> Catalog:
+    """``catalog`` with every pattern read line by line (``need = "every"``)."""
+    return Catalog(
+        [dataclasses.replace(p, need="every") for p in catalog.patterns], catalog.sources
+    )
+
+
+def _rows(events: list[RawEvent]) -> list[tuple[object, ...]]:
+    return [
+        (
+            e.file,
+            e.line,
+            e.offset,
+            e.pattern_id,
+            tuple(sorted(e.fields.items())),
+            e.repeats,
+            e.rank,
+            e.task,
+            e.local_rank,
+            repr(e.stamp),
+            e.stamp_inherited,
+            e.nccl_host,
+            e.nccl_pid,
+            e.nccl_dev,
+            e.traceback,
+        )
+        for e in events
+    ]
+
+
+def _read(job: Path, catalog: Catalog) -> list[tuple[object, ...]]:
+    result = read_job(discover([job]), catalog, workers=1)
+    return [row for scan in result.scans for row in _rows(scan.events)]
+
+
+def test_the_first_need_is_declared_on_nccl_claims() -> None:
+    """The communicator and channel lines (hundreds per process at NCCL_DEBUG=INFO) are read
+    for their first line per claim; a test that cannot see the declaration proves nothing."""
+    firsts = {p.id for p in builtin_catalog().patterns if p.need == "first"}
+    assert {"nccl.ctx.comm_init", "nccl.ctx.channel"} <= firsts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", JOBS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_first_need_keeps_every_bundled_and_wild_event(job: Path) -> None:
+    cat = builtin_catalog()
+    assert _read(job, cat) == _read(job, _plain(cat))
+
+
+def test_first_need_counts_repeated_claims_once(tmp_path: Path) -> None:
+    """24 communicators whose claims repeat: one event per distinct claim and writer, the
+    repeats counted, the first line's place kept (format: NCCL 2.21 src/init.cc)."""
+    pre = "node001:1234:1234 [0] NCCL INFO "
+    lines = []
+    for i in range(24):
+        size = (16, 8, 2)[i % 3]
+        rank = (5, 5, 1)[i % 3]
+        for what in ("START", "COMPLETE"):
+            lines.append(
+                f"{pre}ncclCommInitRank comm 0x55{i:04x} rank {rank} nranks {size} cudaDev 0 "
+                f"nvmlDev 0 busId 19000 commId 0x{i:x} - Init {what}"
+            )
+    (tmp_path / "rank0.log").write_text("\n".join(lines) + "\n")
+    cat = builtin_catalog()
+    fast = [
+        e
+        for s in read_job(discover([tmp_path]), cat, workers=1).scans
+        for e in s.events
+        if e.pattern_id == "nccl.ctx.comm_init"
+    ]
+    assert [(e.line, e.fields["nranks"], e.repeats) for e in fast] == [
+        (1, "16", 16),
+        (3, "8", 16),
+        (5, "2", 16),
+    ]
+
+
+@pytest.mark.slow
+def test_whole_message_match_equals_the_catalog() -> None:
+    """``LineMatcher.match_text`` (the prefilter names the patterns to try) gives
+    ``Catalog.match``'s answer on every needle line of the bundled and wild logs."""
+    cat = builtin_catalog()
+    matcher = LineMatcher(cat)
+    tried = 0
+    for job in JOBS:
+        for lf in discover([job]).files:
+            if lf.compressed or lf.encoding or lf.is_error_json:
+                continue
+            for raw in lf.path.read_bytes().decode("utf-8", "replace").splitlines():
+                if not any(n in raw for n in cat.needles):
+                    continue
+                tried += 1
+                want = cat.match(raw)
+                got = matcher.match_text(raw)
+                assert (None if want is None else (want.pattern.id, want.fields)) == (
+                    None if got is None else (got[0].id, got[1])
+                ), raw
+    assert tried > 1000
+
+
+@pytest.mark.slow
+def test_patterns_with_needles_equal_the_python_scan() -> None:
+    """``LineMatcher.with_needles`` (the near-miss search's patterns of a line the prefilter
+    did not list) equals scanning every pattern's needles, on the bundled and wild logs."""
+    from analyzer.catalog.model import match_priority
+
+    cat = builtin_catalog()
+    matcher = LineMatcher(cat)
+    lines = 0
+    for job in JOBS:
+        for lf in discover([job]).files:
+            if lf.compressed or lf.encoding or lf.is_error_json:
+                continue
+            for raw in lf.path.read_bytes().decode("utf-8", "replace").splitlines()[:400]:
+                want = sorted(
+                    (p for p in cat.patterns if any(n in raw for n in p.needles)),
+                    key=match_priority,
+                )
+                assert [p.id for p in matcher.with_needles(raw)] == [p.id for p in want], raw
+                lines += 1
+    assert lines > 10000
+
+
+@pytest.mark.slow
+def test_the_non_hyperscan_path_reads_the_same_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ahocorasick_rs with the ``re`` stamp sieve (aarch64's path) reads every bundled and wild
+    job as Hyperscan does."""
+    pytest.importorskip("ahocorasick_rs")
+    cat = builtin_catalog()
+    want = {job: _read(job, cat) for job in JOBS}
+    monkeypatch.setenv("MCORE_DIAGNOSE_PREFILTER", "ahocorasick")
+    other = _plain(cat)  # a new catalog object: a scanner built under the variable
+    assert LineMatcher(other).prefilter.engine == "ahocorasick"
+    for job in JOBS:
+        assert _read(job, other) == want[job], job
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2026-08-20 11:02:07,123] torch.distributed.run: [WARNING] ok",
+        "W0820 11:02:07.123456 1234 site-packages/torch/distributed/run.py:792] ok",
+        "١١:٠٢:٠٧ a stamp in Arabic-Indic digits",
+        "node000:180000:180000 [0] NCCL INFO \x1b[0m11:02:07",
+        "12:3\x1b[0m4:56",
+    ],
+)
+def test_the_re_sieve_names_every_line_the_signature_names(line: str) -> None:
+    """``STAMP_SUPERSET`` (the sieve without Hyperscan) finds a line wherever
+    ``STAMP_SIGNATURE`` does, so the same lines are parsed for their timestamp."""
+    import re
+
+    from analyzer.read.prefilter import STAMP_SIGNATURE, STAMP_SUPERSET
+
+    raw = line.encode()
+    assert re.search(STAMP_SIGNATURE, raw)
+    assert re.search(STAMP_SUPERSET, raw)
