@@ -18,15 +18,13 @@ from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide.job import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
 from analyzer.decide.rank_rules import headless, uniform_by_detail
-from analyzer.decide.rules import Proposal
+from analyzer.decide.rules import KILLED_BY_LAUNCHER, Proposal
 from analyzer.model.event import Event
 
 NEAR_KIN = timedelta(minutes=2)
 """A same-category event this close to an unranked root may lend it its rank."""
 NEAR_LINES = 2
 """An srun exit this close below an unlabelled root line is that line's task's exit."""
-KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
-"""Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ afterwards, by its own rules (``analyzer.decide.rank_decision``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from analyzer.catalog.vocabulary import Category, info, strength
@@ -20,8 +20,8 @@ from analyzer.decide.job import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
 from analyzer.model.event import Event
 
-KILLED_BY_LAUNCHER = frozenset({"-15", "15", "-2", "2"})
-"""Exit codes of workers the launcher stopped itself (SIGTERM, SIGINT)."""
+KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
+"""Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
 ALTERNATIVES = 3
 """At most this many other roots are shown beside a root verdict."""
 
@@ -49,6 +49,17 @@ class Proposal:
     alternatives: tuple[Proposal, ...] = ()
 
 
+def _copies(
+    first: Event, events: Iterable[Event], alike: Callable[[Event], object]
+) -> tuple[Event, tuple[Event, ...]]:
+    """Each rank's first copy of ``first``'s failure (the events ``alike`` says are the same),
+    in time order, and the copy the verdict is made from: the first rank's when it was clearly
+    first, else ``first``."""
+    key = alike(first)
+    same = tuple(first_per_rank(r for r in events if alike(r) == key))
+    return (same[0] if clearly_first(same) else first), same
+
+
 def root(job: JobView) -> Proposal | None:
     """A root event exists: the earliest root (within the clock-skew tolerance, then the
     stronger evidence, then stream order) is the cause, whatever symptoms came before it.
@@ -63,9 +74,7 @@ def root(job: JobView) -> Proposal | None:
         conf = min(CONFIDENCE["root-near-miss"], info(chosen.category).confidence)
     else:
         conf = info(chosen.category).confidence
-    sig = signature(chosen)
-    same = tuple(first_per_rank(r for r in job.roots if signature(r) == sig))
-    event = same[0] if clearly_first(same) else chosen
+    event, same = _copies(chosen, job.roots, signature)
     return Proposal("root", event, conf, same=same, alternatives=_root_alternatives(job, event))
 
 
@@ -132,10 +141,7 @@ def death_record(job: JobView) -> Proposal | None:
     ]
     if not promotable:
         return None
-    first = earliest(promotable)
-    sig = signature(first)
-    same = tuple(first_per_rank(r for r in promotable if signature(r) == sig))
-    event = same[0] if clearly_first(same) else first
+    event, same = _copies(earliest(promotable), promotable, signature)
     return Proposal("death-record", event, CONFIDENCE["death-record"], same=same)
 
 
@@ -202,9 +208,7 @@ def dead_worker(job: JobView) -> Proposal | None:
     if not dead:
         return None
     own = [r for r in dead if str(_exit_code(r)) not in KILLED_BY_LAUNCHER] or dead
-    first = earliest(own)
-    same = tuple(first_per_rank(r for r in own if _exit_code(r) == _exit_code(first)))
-    event = same[0] if clearly_first(same) else first
+    event, same = _copies(earliest(own), own, _exit_code)
     category = SIGNAL_CATEGORY.get(_exit_code(event) or 0, Category.UNKNOWN)
     return Proposal("dead-worker", event, CONFIDENCE["unknown"], category=category, same=same)
 

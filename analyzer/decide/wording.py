@@ -11,6 +11,7 @@ rendered by ``analyzer.catalog.model.render``; fixes tailored to the job by
 
 from __future__ import annotations
 
+import signal
 from dataclasses import replace
 from typing import Any
 
@@ -186,15 +187,20 @@ def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     )
 
 
-_SIGNALS = {"6": "SIGABRT", "7": "SIGBUS", "4": "SIGILL", "8": "SIGFPE", "9": "SIGKILL",
-            "11": "SIGSEGV", "15": "SIGTERM", "2": "SIGINT"}
+def _signal(code: str | None) -> str | None:
+    """The signal a negative exit code stands for (``-6`` → ``SIGABRT``), or None."""
+    if not code or not code.startswith("-") or not code[1:].isdecimal():
+        return None
+    try:
+        return signal.Signals(int(code[1:])).name
+    except ValueError:
+        return None
 
 
 def dead_worker_title(code: str | None) -> str:
     """The title of a failure known only from a worker's exit record."""
-    if code and code.startswith("-") and code[1:] in _SIGNALS:
-        return f"A worker died of {_SIGNALS[code[1:]]}, no line says why"
-    return UNKNOWN_TITLE
+    name = _signal(code)
+    return f"A worker died of {name}, no line says why" if name else UNKNOWN_TITLE
 
 
 def dead_worker_cause(code: str | None, rank: int | None, alike: int = 1) -> str:
@@ -203,7 +209,7 @@ def dead_worker_cause(code: str | None, rank: int | None, alike: int = 1) -> str
     who = f"rank {rank}" if rank is not None else "a worker"
     if alike > 1:
         who = f"{alike} workers"
-    name = _SIGNALS.get(code[1:]) if code and code.startswith("-") else None
+    name = _signal(code)
     sig = f" ({name})" if name else ""
     return f"The job failed: {who} exited with code {code}{sig}, and no line in its logs says why."
 

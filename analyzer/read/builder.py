@@ -232,7 +232,7 @@ class EventBuilder:
         if not raw.strip() or len(raw) > WINDOW_BYTES:
             return None
         _text, nxt = self.matcher.line(raw)
-        if not continues(pre, nxt):
+        if not continues(writer(pre), writer(nxt)):
             return None
         got = unwrap(msg, nxt, self._match_whole)
         return None if got is None or got[0].role == "candidate" else got

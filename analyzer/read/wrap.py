@@ -26,13 +26,11 @@ MIN_WRAPPED = 40
 """A line shorter than this was not cut at a terminal's width."""
 
 
-def continues(a: Prefixed, b: Prefixed) -> bool:
-    """Whether line ``b`` can continue line ``a``: it carries the same launcher prefixes
-    (srun task, ranks, host, pid), or none at all (a terminal's wrap repeats no prefix)."""
-    theirs = (b.task, b.local_rank, b.rank, b.host, b.worker_pid)
-    return theirs == (a.task, a.local_rank, a.rank, a.host, a.worker_pid) or theirs == (
-        None,
-    ) * 5
+def continues(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Whether a line written by ``b`` (its launcher prefixes: srun task, ranks, host, pid)
+    can continue a line written by ``a``: the same writer, or none at all (a terminal's wrap
+    repeats no prefix)."""
+    return b == a or not any(x is not None for x in b)
 
 
 def unwrap(
