@@ -79,15 +79,16 @@ def test_the_command_line_pauses_the_collector_but_not_for_triage(
     seen: dict[str, bool] = {}
     import analyzer.cli.commands as cli
 
-    def app(*, args: list[str], **_kw: object) -> int:
-        seen[args[0]] = gc.isenabled()
-        return 0
+    class Command:
+        def main(self, *, args: list[str], **_kw: object) -> int:
+            seen[args[0]] = gc.isenabled()
+            return 0
 
-    monkeypatch.setattr(cli, "app", app)
+    monkeypatch.setattr(cli, "command", Command)
     for argv in (["sample_logs/real/exception-cascade"], ["events", "x"], ["triage", "x"]):
         with pytest.raises(SystemExit):
             main(argv)
-    assert seen == {"diagnose": False, "events": False, "triage": True}
+    assert seen == {"sample_logs/real/exception-cascade": False, "events": False, "triage": True}
     assert gc.isenabled()
 
 

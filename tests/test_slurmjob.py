@@ -87,6 +87,7 @@ def test_unknown_job_and_unreachable_slurm_are_clear(fake_slurm: dict[str, str])
     assert r.stderr.count("\n") == 1
     r = run(fake_slurm, "79")
     assert r.returncode == 3 and "Unable to contact slurm controller" in r.stderr
+    assert "scontrol: scontrol:" not in r.stderr and "scontrol: error: Unable" in r.stderr
 
 
 def test_no_scontrol(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from analyzer.decide.verdict import (
 )
 from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
+from analyzer.util.clickgroup import default_command_group
 from analyzer.util.color import ColorChoice
 from analyzer.version import __version__
 
@@ -56,18 +57,21 @@ app = typer.Typer(
     help=(
         "Post-mortem analyzer for failed distributed training jobs (Megatron-LM, PyTorch, "
         "SLURM): names the first failing rank, the cause and a fix.\n\n"
-        "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n\n"
-        "  mcore-diagnose 1234                      # a SLURM job id (scontrol)\n\n"
-        "  mcore-diagnose lint train.sbatch         # check a script first\n\n"
-        "  mcore-diagnose events logs/job-1234/ --by-rank\n\n"
-        "  mcore-diagnose patterns test\n\n"
-        "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n\n"
+        "\b\n"
+        "  mcore-diagnose logs/job-1234/            # diagnose a job directory\n"
+        "  mcore-diagnose 1234                      # a SLURM job id (scontrol)\n"
+        "  mcore-diagnose lint train.sbatch         # check a script first\n"
+        "  mcore-diagnose events logs/job-1234/ --by-rank\n"
+        "  mcore-diagnose patterns test\n"
+        "  mcore-diagnose triage /logs/last-night/ -o triage.parquet\n"
         "  mcore-diagnose --version\n\n"
         "Exit codes: 0 failure diagnosed, 1 failed with unknown cause, 2 no failure found, "
-        "3 nothing could be read, 64 usage error."
+        "3 nothing could be read, 64 usage error, 70 internal error (--debug shows it)."
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    cls=default_command_group("diagnose"),
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -160,7 +164,11 @@ FR_HELP = "Flight Recorder dumps (*_trace_rank_N) kept outside the job dir (repe
 WorkersOpt = Annotated[
     int | None,
     typer.Option(
-        "--workers", "-j", metavar="N", help="Processes for reading (default: one per core)."
+        "--workers",
+        "-j",
+        metavar="N",
+        min=0,
+        help="Processes for reading (default: one per core; 0 or 1: this process alone).",
     ),
 ]
 GoodRunOpt = Annotated[
@@ -173,6 +181,16 @@ GoodRunOpt = Annotated[
         metavar="PATH",
     ),
 ]
+
+
+def terminal_width() -> int | None:
+    """The terminal's width when standard output is a terminal (``COLUMNS`` honoured), with
+    or without colour; None when it is a pipe or a file."""
+    if not sys.stdout.isatty():
+        return None
+    from analyzer.report import terminal_width as columns
+
+    return columns()
 
 
 def fail(message: str, code: int = EXIT_UNREADABLE) -> None:

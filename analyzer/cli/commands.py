@@ -6,27 +6,70 @@ import contextlib
 import errno
 import os
 import sys
+import traceback
+from typing import Any
 
 import typer
+import typer.main
+from typer.core import TyperOption
 
 from analyzer.cli import diagnose, events, patterns  # noqa: F401  (they register their commands)
-from analyzer.cli.app import SUBCOMMANDS, app
+from analyzer.cli.app import app
 from analyzer.cli.output import JSON_SLICE_ROWS, _json_rows  # noqa: F401  (tests use them here)
 from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
+from analyzer.util.clickgroup import add_to_every_command
 from analyzer.util.gcpause import paused_gc
 from analyzer.version import __version__
 
-__all__ = ["app", "main"]
+__all__ = ["app", "command", "main"]
+
+DEBUG_ENV = "MCORE_DIAGNOSE_DEBUG"
+"""Set (by ``--debug`` too): an internal error prints its traceback."""
+
+EXIT_INTERNAL = 70
+"""An internal error of the tool (``EX_SOFTWARE`` of sysexits.h)."""
 
 
-def _with_command(args: list[str]) -> tuple[list[str], str | None]:
-    """``args`` with ``diagnose`` put first when no subcommand is named, and the command."""
-    first = next((a for a in args if not a.startswith("-") or a == "-"), None)
-    if args and first not in SUBCOMMANDS and args[0] not in SUBCOMMANDS:
-        args = ["diagnose", *args]
-    return args, args[0] if args and args[0] in SUBCOMMANDS else first
+def _common_options() -> list[TyperOption]:
+    """``--version`` and ``--debug``, given to every command (``mcore-diagnose X --version``)."""
+
+    def version(ctx: Any, _param: Any, value: bool) -> None:
+        if value and not ctx.resilient_parsing:
+            typer.echo(f"mcore-diagnose {__version__}")
+            raise typer.Exit(0)
+
+    def debug(_ctx: Any, _param: Any, value: bool) -> None:
+        if value:
+            os.environ[DEBUG_ENV] = "1"
+
+    return [
+        TyperOption(param_decls=["--version", "-V"], is_flag=True, expose_value=False,
+                    is_eager=True, callback=version, help="Print the version and exit."),
+        TyperOption(param_decls=["--debug"], is_flag=True, expose_value=False, is_eager=True,
+                    callback=debug,
+                    help=f"On an internal error, show the traceback (also {DEBUG_ENV}=1)."),
+    ]
+
+
+def command() -> Any:
+    """The click command behind ``mcore-diagnose``, every command with the common options."""
+    cmd = typer.main.get_command(app)
+    add_to_every_command(cmd, _common_options)
+    return cmd
+
+
+def _internal_error(exc: BaseException) -> None:
+    """One line for an error of the tool itself (the traceback with ``--debug``)."""
+    if os.environ.get(DEBUG_ENV):
+        traceback.print_exception(exc)
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    print(
+        f"mcore-diagnose: internal error: {type(exc).__name__}: {msg}; please report it with "
+        "the output of the same command with --debug",
+        file=sys.stderr,
+    )
 
 
 def _broken_pipe(exc: OSError) -> bool:
@@ -49,13 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         from click import exceptions as cx  # type: ignore[no-redef]
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("--version", "-V"):
-        print(f"mcore-diagnose {__version__}")
-        return
-    args, command = _with_command(args)
+    triage = bool(args) and args[0] == "triage"
     try:
-        with paused_gc() if command != "triage" else contextlib.nullcontext():
-            rv = app(args=args, prog_name="mcore-diagnose", standalone_mode=False)
+        with contextlib.nullcontext() if triage else paused_gc():
+            rv = command().main(args=args, prog_name="mcore-diagnose", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         exc.show()
         raise SystemExit(EXIT_USAGE) from None
@@ -69,10 +109,14 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(getattr(exc, "exit_code", 1)) from None
     except OSError as exc:  # a closed pipe (`| head`): polars raises OSError, not BrokenPipeError
         if not _broken_pipe(exc):
-            raise
+            _internal_error(exc)
+            raise SystemExit(EXIT_INTERNAL) from None
         _quiet_stdout()
         raise SystemExit(0) from None
     except KeyboardInterrupt:
         print("mcore-diagnose: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except Exception as exc:  # a bug of the tool: one line, the traceback with --debug
+        _internal_error(exc)
+        raise SystemExit(EXIT_INTERNAL) from None
     raise SystemExit(rv if isinstance(rv, int) else 0)

@@ -61,7 +61,8 @@ def diagnose_cmd(
             metavar="FILE",
             help=(
                 "Write the report to FILE instead of standard output; repeatable, the format "
-                "from each suffix (.html .htm .md .markdown .json .jsonl .txt .text)."
+                "from each suffix (.html .htm .md .markdown .json .jsonl .txt .text); - is "
+                "standard output. Never inside the job directory."
             ),
             show_default=False,
         ),
@@ -96,24 +97,20 @@ def diagnose_cmd(
 
     Examples:
 
+    \b
       mcore-diagnose logs/job-1234/
-
       mcore-diagnose 1234                      # a SLURM job id
-
-      mcore-diagnose logs/job-1234/ -o report.html -o report.txt -o report.json
-
-      mcore-diagnose logs/job-1234/ logs/job-1235/ -f json | jq .verdict.category
-
+      mcore-diagnose logs/job-1234/ -o report.html -o report.json
+      mcore-diagnose logs/a/ logs/b/ -f json | jq .verdict.category
       mcore-diagnose slurm-1234.out train-1234.err --format json
-
-      mcore-diagnose logs/job-1234/ --baseline logs/job-1200/   # a good run of the same job
+      mcore-diagnose logs/job-1234/ --baseline logs/job-1200/   # a good run
     """
     from analyzer.report.outputs import job_label
     from analyzer.util.color import use_color
 
     targets, jobs = _plan(paths, output, fmt, script)
     show_progress = not all(t.fmt == "json" for t in targets) and sys.stderr.isatty()
-    tty = targets[0].path is None and use_color(color, sys.stdout)
+    tty = any(t.path is None for t in targets) and use_color(color, sys.stdout)
     catalog = _catalog(patterns)
     rendered: list[list[tuple[str, str]]] = [[] for _ in targets]
     codes: list[int] = []
@@ -132,7 +129,10 @@ def diagnose_cmd(
         codes.append(run.diagnosis.exit_code)
         _warn(run.analysis, run.diagnosis, prefix, verbose and targets[0].fmt == "terminal")
         for i, tg in enumerate(targets):
-            text = _render_job(run.analysis, tg.fmt, label, quiet, verbose, tty and tg.path is None)
+            text = _render_job(
+                run.analysis, tg.fmt, label, quiet, verbose, tty and tg.path is None,
+                tg.path is None,
+            )
             rendered[i].append((label, prefix + text if quiet and tg.fmt != "json" else text))
     _write_all(targets, rendered, quiet)
     raise typer.Exit(max(codes, key=_EXIT_SEVERITY.index) if codes else EXIT_UNREADABLE)
@@ -151,7 +151,7 @@ def _plan(
         fail(str(exc), EXIT_USAGE)
     if script is not None and not script.is_file():
         fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
-    jobs = group_jobs(paths, alone=is_job_id)
+    jobs = _jobs(group_jobs(paths, alone=is_job_id), targets)
     if len(jobs) > 1 and any(t.fmt == "html" for t in targets):
         fail(
             "an HTML report holds one job; give one job directory per run, or use "
@@ -159,6 +159,22 @@ def _plan(
             EXIT_USAGE,
         )
     return targets, jobs
+
+
+def _jobs(jobs: list[list[str]], targets: list[Any]) -> list[list[str]]:
+    """``jobs`` with folders of job directories split (one line each on standard error), after
+    checking that no output file lies inside them."""
+    from analyzer.cli.jobs import split_folders
+    from analyzer.report.outputs import OutputError, refuse_inside
+
+    try:
+        refuse_inside(targets, [p for job in jobs for p in job])
+    except OutputError as exc:
+        fail(str(exc), EXIT_USAGE)
+    jobs, notes = split_folders(jobs)
+    for note in notes:
+        typer.echo(f"mcore-diagnose: {note}", err=True)
+    return jobs
 
 
 def _write_all(targets: list[Any], rendered: list[list[tuple[str, str]]], quiet: bool) -> None:
@@ -222,8 +238,14 @@ def _slurm_job(job: list[str]) -> tuple[Any, list[str], str | None]:
     return j, [str(f) for f in j.logs], None
 
 
-def _render_job(a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color: bool) -> str:
+def _render_job(
+    a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color: bool, stdout: bool
+) -> str:
+    """One job's report in ``fmt``; on standard output as wide as the terminal (100 columns
+    when it is not one, and in files)."""
+    from analyzer.cli.app import terminal_width
     from analyzer.report import render
+    from analyzer.report.terminal import WIDTH
 
     if fmt == "json":
         from analyzer.report.outputs import json_line
@@ -231,7 +253,8 @@ def _render_job(a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color:
         return json_line(_with_job(a.diagnosis.as_dict(), label))
     if quiet:
         return render(a, fmt, quiet=True)
-    return render(a, fmt, verbose=verbose, color=color)
+    width = (terminal_width() if stdout else None) or WIDTH
+    return render(a, fmt, verbose=verbose, color=color, width=width)
 
 
 def _with_job(obj: dict[str, Any], label: str) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from analyzer.cli.app import (
-    OutputOpt,
     PathsArg,
     PatternsOpt,
     TableFormat,
@@ -22,17 +23,39 @@ from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
 
+TableOutputOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help=(
+            "Write the table to FILE instead of standard output; repeatable, the format from "
+            "each suffix (.csv .json .parquet .txt); - is standard output. Never inside the "
+            "job directory."
+        ),
+        show_default=False,
+    ),
+]
+
 
 @app.command("events")
 def events_cmd(
     paths: PathsArg,
     fmt: Annotated[
-        TableFormat,
+        TableFormat | None,
         typer.Option(
-            "--format", "-f", metavar="FORMAT", help="Table format: table, csv, json or parquet."
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help=(
+                "Table format: table, csv, json or parquet. Default: table on standard output; "
+                "with -o, each file's suffix."
+            ),
+            show_default=False,
         ),
-    ] = TableFormat.table,
-    output: OutputOpt = None,
+    ] = None,
+    output: TableOutputOpt = None,
     by_rank: Annotated[bool, typer.Option("--by-rank", help="One row per rank.")] = False,
     patterns: PatternsOpt = None,
     workers: WorkersOpt = None,
@@ -43,20 +66,50 @@ def events_cmd(
     """Print or write the rank × event table.
 
     Each job directory is a job of its own: with several jobs the table gets a first column
-    ``job`` (the path as given); log files named on the command line form one job.
+    `job` (the path as given); log files named on the command line form one job.
 
     Examples:
 
+    \b
       mcore-diagnose events logs/job-1234/ --by-rank
-
-      mcore-diagnose events logs/job-1234/ --format parquet -o events.parquet
+      mcore-diagnose events logs/job-1234/ -o events.parquet -o events.csv
+      mcore-diagnose events logs/job-1234/ -f csv | head
     """
+    from analyzer.report.outputs import (
+        TABLE_SUFFIX_FORMAT,
+        OutputError,
+        group_jobs,
+        plan_outputs,
+    )
+
+    try:
+        targets = plan_outputs(
+            output or [], fmt.value if fmt else None, suffixes=TABLE_SUFFIX_FORMAT,
+            default="table", plain={},
+        )
+    except OutputError as exc:
+        fail(str(exc), EXIT_USAGE)
+    from analyzer.cli.diagnose import _jobs
+
+    df = _table(_jobs(group_jobs(paths), targets), patterns, workers, by_rank, all_events)
+    for tg in targets:
+        _write_table(df, tg.fmt, tg.path, by_rank)
+
+
+def _table(
+    jobs: list[list[str]],
+    patterns: list[Path] | None,
+    workers: int | None,
+    by_rank: bool,
+    all_events: bool,
+) -> Any:
+    """The jobs' event table (``--by-rank``: one row per rank), with a ``job`` column first
+    when there are several."""
     import polars as pl
 
-    from analyzer.report.outputs import group_jobs, job_label
+    from analyzer.report.outputs import job_label
     from analyzer.shape.table import to_frame
 
-    jobs = group_jobs(paths)
     catalog = _catalog(patterns)
     frames = []
     for job in jobs:
@@ -81,23 +134,37 @@ def events_cmd(
         from analyzer.shape.byrank import COUNT_EXCLUDED
 
         df = df.with_columns(pl.col(c).fill_null(0) for c in df.columns if c not in COUNT_EXCLUDED)
-    if fmt == TableFormat.parquet:
-        if output is None:
-            fail("--format parquet needs -o FILE", EXIT_USAGE)
-        df.write_parquet(output)
+    return df
+
+
+def _write_table(df: Any, fmt: str, output: Path | None, by_rank: bool) -> None:
+    """``df`` in ``fmt`` (table, csv, json, parquet) to ``output`` (standard output: None)."""
+    import polars as pl
+
+    if fmt == "parquet":
+        if output is None and sys.stdout.isatty():
+            fail("parquet is binary: give -o FILE.parquet (or pipe standard output)", EXIT_USAGE)
+        _stream(lambda sink: df.write_parquet(sink), output)
         return
-    if fmt in (TableFormat.csv, TableFormat.json):
+    if fmt in ("csv", "json"):
         df = _iso_times(df)
-    if fmt == TableFormat.csv:
+    if fmt == "csv":
         flat = df.select([c for c in df.columns if df.schema[c] != pl.List])
         _stream(lambda sink: flat.write_csv(sink), output)
         return
-    if fmt == TableFormat.json:
+    if fmt == "json":
         _stream(lambda sink: _json_rows(df, sink), output)
         return
     from analyzer.report.table import table_text
 
-    _write(table_text(df, by_rank=by_rank), output)
+    _write(table_text(df, by_rank=by_rank, width=_width(output)), output)
+
+
+def _width(output: Path | None) -> int | None:
+    """The terminal's width for a table on a terminal; None (the full table) elsewhere."""
+    from analyzer.cli.app import terminal_width
+
+    return terminal_width() if output is None else None
 
 
 def _iso_times(df: Any) -> Any:

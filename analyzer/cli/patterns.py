@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,14 +20,42 @@ from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
 
+if TYPE_CHECKING:
+    from analyzer.lines.timestamps import Stamp
+
 
 @patterns_app.command("list")
 def patterns_list(patterns: PatternsOpt = None) -> None:
     """List every pattern: id, category, role, title."""
+    from analyzer.cli.app import terminal_width
+
     cat = _catalog(patterns)
+    width = terminal_width()
     for p in cat.patterns:
-        typer.echo(f"{p.id:<48} {p.category:<28} {p.role:<8} {p.title}")
+        wide = f"{p.id:<48} {p.category:<28} {p.role:<8} {p.title}"
+        if width is None or len(wide) <= width:
+            typer.echo(wide)
+            continue
+        # narrower than the table: the id on its line, the rest indented below it
+        rest = f"    {p.category}, {p.role}: {p.title}"
+        typer.echo(_cut(p.id, width))
+        typer.echo(_cut(rest, width))
     typer.echo(f"{len(cat.patterns)} patterns from {len(cat.sources)} files", err=True)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last one an ellipsis when cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _stamp(s: Stamp | None) -> str:
+    """A prefix's time as printed in the tool's reports (``-`` when the line has none)."""
+    if s is None:
+        return "-"
+    year = f"{s.year:04d}-" if s.year is not None else ""
+    frac = f".{s.micro:06d}" if s.micro else ""
+    when = f"{year}{s.month:02d}-{s.day:02d} {s.hour:02d}:{s.minute:02d}:{s.second:02d}{frac}"
+    return when if s.year is not None else f"{when} (no year)"
 
 
 @patterns_app.command("show")
@@ -90,7 +118,7 @@ def patterns_explain(
     pre = split_prefixes(clean_line(line))
     typer.echo(
         f"prefixes: task={pre.task} local_rank={pre.local_rank} rank={pre.rank} "
-        f"level={pre.level} stamp={pre.stamp}"
+        f"level={pre.level} time={_stamp(pre.stamp)}"
     )
     typer.echo(f"message:  {pre.message}")
     found = cat.match_all(pre.message)
@@ -109,7 +137,10 @@ def patterns_explain(
 def patterns_suggest(
     jobs: Annotated[list[Path], typer.Argument(help="Job directories with an unknown failure.")],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Directory to write the drafted pattern files.")
+        Path,
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Directory to write the drafted pattern files."
+        ),
     ],
     baseline: GoodRunOpt = None,
     patterns: PatternsOpt = None,
@@ -121,7 +152,8 @@ def patterns_suggest(
 
     Example:
 
-      mcore-diagnose patterns suggest logs/job-1234/ logs/job-1250/ -o my-patterns/
+    \b
+      mcore-diagnose patterns suggest logs/job-1234/ logs/job-1250/ -o mine/
     """
     from analyzer.cli.suggest import SuggestError, check, suggest
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from analyzer.util.color import ColorChoice, use_color
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -35,12 +36,16 @@ def lint_cmd(
         typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT"),
     ],
     fmt: Annotated[
-        LintFormat, typer.Option("--format", "-f", help="Output format.")
+        LintFormat,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="Output format: terminal, text or json."
+        ),
     ] = LintFormat.terminal,
     config: Annotated[
         Path | None,
         typer.Option(
             "--config",
+            metavar="FILE",
             help="Config file (TOML: [lint.partitions], node_local_paths); default "
             "~/.config/mcore-diagnose/config.toml or $MCORE_DIAGNOSE_CONFIG.",
         ),
@@ -48,6 +53,26 @@ def lint_cmd(
     no_reasons: Annotated[
         bool, typer.Option("--no-reasons", help="Leave out the guide's reason under each finding.")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the findings to FILE (.json: JSON, else text) instead of standard output.",
+            show_default=False,
+        ),
+    ] = None,
+    color: Annotated[
+        ColorChoice,
+        typer.Option(
+            "--color",
+            metavar="WHEN",
+            help="Colour the terminal output: auto (a terminal; NO_COLOR honoured), always or "
+            "never.",
+            case_sensitive=False,
+        ),
+    ] = ColorChoice.auto,
 ) -> None:
     """Check sbatch scripts against the launch guide before submitting them.
 
@@ -56,8 +81,8 @@ def lint_cmd(
 
     Examples:
 
+    \b
       mcore-diagnose lint train.sbatch
-
       mcore-diagnose lint jobs/*.sbatch -f json
     """
     from analyzer.lint import ConfigError, lint_text, load_config
@@ -84,12 +109,20 @@ def lint_cmd(
                        "is it an sbatch script?", err=True)
         results.append((str(path), lint_text(text, str(path), cfg)))
         lines[str(path)] = text.replace("\r\n", "\n").split("\n")
+    if output is not None and fmt == LintFormat.terminal:
+        fmt = LintFormat.json if output.suffix.lower() == ".json" else LintFormat.text
     if fmt == LintFormat.json:
-        sys.stdout.write(to_json(results))
+        text = to_json(results)
     else:
-        color = (fmt == LintFormat.terminal and sys.stdout.isatty()
-                 and not os.environ.get("NO_COLOR"))
-        sys.stdout.write(render(results, lines, color=color, reasons=not no_reasons))
+        colored = fmt == LintFormat.terminal and use_color(color, sys.stdout)
+        text = render(results, lines, color=colored, reasons=not no_reasons)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
     bad = any(f.severity in ("error", "warning") for _, found in results for f in found)
     raise typer.Exit(EXIT_FINDINGS if bad else EXIT_CLEAN)
 

@@ -100,6 +100,11 @@ def _expand(path: str, info: dict[str, str], job_id: str) -> str:
             .replace("%u", info.get("UserId", "").split("(")[0]))
 
 
+def _without_prefix(line: str) -> str:
+    """``scontrol: error: X`` as ``error: X``: the caller names the program once."""
+    return line.removeprefix("scontrol:").strip()
+
+
 def lookup(job_id: str) -> SlurmJob:
     """Ask SLURM about ``job_id``; raise :class:`SlurmJobError` with a clear message."""
     scontrol = shutil.which("scontrol")
@@ -112,7 +117,7 @@ def lookup(job_id: str) -> SlurmJob:
     source = "scontrol"
     if p.returncode != 0:
         err = (p.stderr or p.stdout).strip().splitlines()
-        msg = err[-1] if err else f"exit {p.returncode}"
+        msg = _without_prefix(err[-1]) if err else f"exit {p.returncode}"
         if "Invalid job id" not in msg:
             raise SlurmJobError(
                 f"cannot look up job {job_id}: scontrol: {msg}; is SLURM reachable from here? "

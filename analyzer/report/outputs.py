@@ -1,10 +1,13 @@
 """Where ``diagnose`` writes, in which format, and how several jobs share one output.
 
 * ``-o FILE`` may be given several times; each file's format comes from its suffix
-  (``.html``/``.htm``, ``.md``/``.markdown``, ``.json``/``.jsonl``, ``.txt``/``.text``). A
-  suffix that names no format is an error (not plain text in a ``.pdf``), unless ``--format``
-  is given with a single ``-o``, which then wins as it always did.
-* Without ``-o`` the report goes to standard output in ``--format`` (default: terminal).
+  (``.html``/``.htm``, ``.md``/``.markdown``, ``.json``/``.jsonl``, ``.txt``/``.text``; for
+  ``events``: ``.csv``, ``.json``, ``.parquet``, ``.txt``). A suffix that names no format is an
+  error (not plain text in a ``.pdf``), unless ``--format`` is given with a single ``-o``,
+  which then wins as it always did. ``-o -`` is standard output.
+* Without ``-o`` the output goes to standard output in ``--format`` (default: terminal).
+* No ``-o`` may point into a job directory being read (:func:`refuse_inside`): the next run
+  would read the report back as a log.
 * Several jobs in one run: JSON is JSON Lines (one object per job, one per line); text,
   terminal and Markdown reports follow one another under a heading per job; HTML holds one job.
 """
@@ -44,34 +47,95 @@ class Target:
     fmt: str
 
 
-def plan_outputs(outputs: Sequence[Path], fmt: str | None) -> list[Target]:
-    """The destinations for ``-o`` files and ``--format`` (see the module docstring)."""
+TABLE_SUFFIX_FORMAT = {
+    ".csv": "csv",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".txt": "table",
+    ".text": "table",
+}
+"""The event table's formats by ``-o`` suffix (``mcore-diagnose events``)."""
+
+STDOUT = Path("-")
+"""``-o -``: standard output."""
+
+
+def plan_outputs(
+    outputs: Sequence[Path],
+    fmt: str | None,
+    *,
+    suffixes: dict[str, str] = SUFFIX_FORMAT,
+    default: str = "terminal",
+    plain: dict[str, str] | None = None,
+) -> list[Target]:
+    """The destinations for ``-o`` files and ``--format`` (see the module docstring).
+
+    ``suffixes`` maps a file suffix to its format, ``default`` is the format on standard
+    output without ``--format``, ``plain`` what a ``--format`` becomes in a file (the terminal
+    report is plain text there)."""
+    plain = {"terminal": "text"} if plain is None else plain
     if not outputs:
-        return [Target(None, fmt or "terminal")]
+        return [Target(None, fmt or default)]
     if fmt is not None and len(outputs) > 1:
         raise OutputError(
             "--format applies to a single -o; with several -o each file's suffix gives its "
-            f"format ({', '.join(SUFFIX_FORMAT)})"
+            f"format ({', '.join(suffixes)})"
         )
     seen: set[Path] = set()
-    targets = []
+    targets: list[Target] = []
     for out in outputs:
+        if out == STDOUT:
+            if any(t.path is None for t in targets):
+                raise OutputError("- (standard output) is given twice with -o")
+            targets.append(Target(None, fmt or default))
+            continue
         key = Path(out).absolute()
         if key in seen:
             raise OutputError(f"{out} is given twice with -o")
         seen.add(key)
         if fmt is not None:
-            targets.append(Target(out, "text" if fmt == "terminal" else fmt))
+            targets.append(Target(out, plain.get(fmt, fmt)))
             continue
-        by_suffix = SUFFIX_FORMAT.get(out.suffix.lower())
+        by_suffix = suffixes.get(out.suffix.lower())
         if by_suffix is None:
             raise OutputError(
-                f"cannot tell the report format of {out} from its suffix "
-                f"{out.suffix or '(none)'}; use one of {', '.join(SUFFIX_FORMAT)}, or give "
+                f"cannot tell the format of {out} from its suffix "
+                f"{out.suffix or '(none)'}; use one of {', '.join(suffixes)}, or give "
                 "--format with this single -o"
             )
         targets.append(Target(out, by_suffix))
     return targets
+
+
+def refuse_inside(targets: Sequence[Target], inputs: Sequence[str]) -> None:
+    """Raise :class:`OutputError` when an output file lies inside a job directory being read
+    (or is one of the log files read): the tool never writes into the job's logs."""
+    dirs, files = [], set()
+    for p in inputs:
+        if p == "-":
+            continue
+        path = Path(p)
+        try:
+            resolved = path.resolve()
+        except OSError:
+            continue
+        if _is_dir(p):
+            dirs.append((p, resolved))
+        else:
+            files.add(resolved)
+    for tg in targets:
+        if tg.path is None:
+            continue
+        out = tg.path.resolve()
+        if out in files:
+            raise OutputError(f"-o {tg.path} is one of the logs being read; write elsewhere")
+        for shown, d in dirs:
+            if out == d or d in out.parents:
+                raise OutputError(
+                    f"-o {tg.path} is inside the job directory {shown}, and the next run would "
+                    "read it back as a log; write elsewhere"
+                )
 
 
 def group_jobs(paths: Sequence[str], alone: Callable[[str], bool] | None = None) -> list[list[str]]:

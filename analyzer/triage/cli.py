@@ -14,32 +14,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
 from analyzer.decide.verdict import EXIT_DIAGNOSED as EXIT_OK
 from analyzer.decide.verdict import EXIT_USAGE
+from analyzer.util.clickgroup import default_command_group
 from analyzer.util.color import ColorChoice
 
 if TYPE_CHECKING:
     from analyzer.triage.find import Job
 
 
-class _RunByDefault(TyperGroup):
-    """A group whose first argument, when it is not a subcommand, belongs to ``run``."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
 triage_app = typer.Typer(
-    cls=_RunByDefault,
+    cls=default_command_group("run"),
     help=(
         "Diagnose many jobs at once: one table row per job, causes grouped by fingerprint, "
         "nodes implicated across jobs, new versus recurring failures.\n\n"
-        "  mcore-diagnose triage /logs/nightly/ -o triage.parquet --summary triage.md\n\n"
-        "  mcore-diagnose triage /logs/nightly/ --shard 0/8 -o parts/part-0.parquet\n\n"
+        "\b\n"
+        "  mcore-diagnose triage /logs/nightly/ -o triage.parquet -s triage.md\n"
+        "  mcore-diagnose triage /logs/nightly/ --shard 0/8 -o parts/0.parquet\n"
         "  mcore-diagnose triage merge parts/*.parquet -o triage.parquet\n\n"
         "Exit codes: 0 the batch ran (whatever the jobs' outcome), 64 usage error."
     ),
@@ -474,7 +466,10 @@ def merge_cmd(
 ) -> None:
     """Combine the parts of a sharded triage into one table and summary.
 
-    mcore-diagnose triage merge parts/*.parquet -o triage.parquet --summary triage.md
+    Example:
+
+    \b
+      mcore-diagnose triage merge parts/*.parquet -o triage.parquet -s triage.md
     """
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION
     from analyzer.triage.summary import TableError, merge_tables

@@ -34,7 +34,7 @@ import regex
 
 from analyzer.read.discover import LOG_SUFFIXES
 
-_SLURM_OUT = regex.compile(r"^slurm-(?P<id>\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$")
+SLURM_OUT = regex.compile(r"^slurm-(?P<id>\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$")
 _NAMED_OUT = regex.compile(r"^.+?[-_.](?P<id>\d{3,}(?:_\d+)?)\.(?:out|err)(?:\.gz)?$")
 _ATTEMPT = regex.compile(r"^attempt_\d+$")
 DEFAULT_MAX_DEPTH = 12
@@ -57,7 +57,7 @@ def slurm_job_id(names: list[str]) -> str | None:
     """The job id named by SLURM output files among ``names`` (largest id wins), or None."""
     ids: list[str] = []
     for n in names:
-        m = _SLURM_OUT.match(n) or _NAMED_OUT.match(n)
+        m = SLURM_OUT.match(n) or _NAMED_OUT.match(n)
         if m:
             ids.append(m["id"])
     if not ids:
@@ -65,7 +65,8 @@ def slurm_job_id(names: list[str]) -> str | None:
     return max(ids, key=lambda i: tuple(int(x) for x in i.split("_")))
 
 
-def _is_log_name(name: str) -> bool:
+def is_log_name(name: str) -> bool:
+    """Whether a file of this name is read as a log (``.gz`` allowed)."""
     base = name[:-3] if name.endswith(".gz") else name
     return base.endswith(LOG_SUFFIXES) or base == "error.json"
 
@@ -166,7 +167,7 @@ def _find_under(root: Path, max_depth: int) -> dict[Path, str]:
         if jid is not None:
             strong[d] = jid
             continue
-        if any(_is_log_name(f) for f in files):
+        if any(is_log_name(f) for f in files):
             weak.setdefault(d, d.name)
         if depth < max_depth:
             stack.extend((s, depth + 1) for s in sorted(subdirs, reverse=True))
