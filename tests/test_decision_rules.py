@@ -6,6 +6,7 @@ Every test goes through ``propose`` or ``decide_rank``, so removing a rule from 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -74,7 +75,7 @@ def proposed(*rows: Event, world: int | None = None) -> Proposal:
 def test_registries_are_worded_and_documented() -> None:
     assert [r.id for r in VERDICT_RULES] == [
         "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
-        "unknown", "dead-worker", "none",
+        "unknown", "dead-worker", "stalled-start", "none",
     ]
     for r in VERDICT_RULES:
         assert r.id in wording.RULES and r.doc, r.id
@@ -212,6 +213,59 @@ def test_none_when_nothing_failed() -> None:
     assert (p.rule, p.status, p.event) == ("none", "ok", None)
 
 
+def _claim(rank: int, world: int, line: int, file: str = "slurm-1.out") -> Event:
+    """A process's announcement of its global rank (Lightning's ``Initializing distributed:
+    GLOBAL_RANK: 0, MEMBER: 1/5``, a program's ``Distributed init: rank 0/2``)."""
+    return ev("rendezvous", "context", line=line, file=file, rank=rank, tags=("rank-claim",),
+              roles={"world_size": str(world)})
+
+
+def test_stalled_start_logs_that_end_before_every_rank_joined_are_not_ok() -> None:
+    """One rank of five announced itself and the logs end there: the job never formed, a
+    rendezvous failure with the announcement as evidence and no rank named."""
+    banner = ev("unknown", "context", line=1)
+    last = _claim(0, 5, line=2)
+    job = view(banner, last)
+    p = propose(job)
+    assert (p.rule, p.status, p.category, p.event) == (
+        "stalled-start", "failed", "rendezvous", last)
+    d = decide_rank(job, p, True)
+    assert (d.rank, d.rule) == (None, "not-joined")
+    # the world size known from the job's geometry serves as well
+    bare = ev("rendezvous", "context", line=2, rank=0, tags=("rank-claim",))
+    assert proposed(bare, world=2).rule == "stalled-start"
+    # a rendezvous line after it (a store barrier still waiting) is still start-up
+    waiting = ev("rendezvous", "context", line=3, rank=0)
+    assert proposed(last, waiting).rule == "stalled-start"
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        # every rank announced itself: the world formed
+        [_claim(1, 2, line=3)],
+        # each node's file holds its own ranks: together they make the world
+        [_claim(1, 2, line=1, file="node1.out")],
+        # a line the catalog knows after the announcement: the job went on
+        [ev("nccl_error", "context", line=9)],
+        # training progress anywhere: an iteration line
+        [ev("nan_loss", "context", line=1, file="other.out", tags=("progress",))],
+        [ev("checkpoint", "context", line=1, file="other.out", tags=("checkpoint-save-end",))],
+    ],
+)
+def test_stalled_start_not_when_the_job_formed_or_went_on(later: list[Event]) -> None:
+    p = proposed(_claim(0, 2, line=2), *later)
+    assert (p.rule, p.status) == ("none", "ok")
+
+
+def test_stalled_start_not_without_a_known_world_or_with_a_failure() -> None:
+    bare = ev("rendezvous", "context", line=2, rank=0, tags=("rank-claim",))
+    assert proposed(bare).rule == "none"  # no world size: nothing says a rank is missing
+    assert proposed(_claim(0, 2, line=2), _claim(1, 4, line=3)).rule == "none"  # two worlds
+    err = ev("python_exception", rank=0, line=3)
+    assert proposed(_claim(0, 2, line=2), err).rule == "root"
+
+
 # -- rank rules ------------------------------------------------------------------------------
 
 
@@ -333,6 +387,23 @@ def test_paste_cut_a_headless_traceback_names_none() -> None:
     assert ranked(ev(rank=2, traceback=tb), world=1).rank == 2
 
 
+def test_still_working_names_the_rank_absent_while_a_bar_counts_on() -> None:
+    """Ranks 1-3 time out while a progress bar in the same log counts on: rank 0, the only
+    rank of 0..3 not among them, was still working (likely)."""
+
+    def timeout(rank: int, line: int, text: str = "") -> Event:
+        return replace(ev("collective_timeout", "symptom", line=line, rank=rank, seconds=line,
+                          roles={"pg_rank": str(rank)}), text=text)
+
+    outs = [timeout(1, 2, "75% 24/32 [01:09<00:22,  2.83s/it]"), timeout(2, 3), timeout(3, 4)]
+    later = replace(ev("nccl_error", "symptom", line=6, seconds=6),
+                    text="78% 25/32 [01:12<00:20,  2.86s/it] Some NCCL operations have failed")
+    d = ranked(*outs, later)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (0, "still-working", "likely")
+    assert ranked(*outs).rank is None  # the bar does not go on
+    assert ranked(*outs, later, world=8).rank is None  # ranks 0, 4-7 are all absent
+
+
 def _launcher_reports(rank: int) -> tuple[Event, Event]:
     """torchrun's records: ``rank`` exited 1 on its own; another worker got SIGTERM."""
     died = ev("python_exception", "symptom", line=20, rank=rank, seconds=5, tags=("death",),
@@ -372,7 +443,7 @@ def test_every_rank_rule_is_reachable() -> None:
     tested = {
         "slurm-end", "culprit", "same-way-first", "same-way-together", "peer-died-first",
         "from-line", "traceback-below", "named-above", "victim", "only-death", "srun-exit",
-        "uniform", "paste-cut", "only-rank",
+        "uniform", "paste-cut", "not-joined", "still-working", "only-rank",
     }
     assert {r.id for r in rank_decision.RANK_RULES} == tested
     assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)

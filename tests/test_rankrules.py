@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.api import analyze
-from analyzer.decide.rank_rules import detail_rows, headless, uniform_by_detail
+from analyzer.decide.rank_rules import (
+    bar_of,
+    bar_went_on,
+    detail_rows,
+    headless,
+    reporting_ranks,
+    uniform_by_detail,
+)
 from analyzer.model.event import Event
 
 NCCL_ENV = [  # tests/wild/b-lightning-slurm-rocm-invalid-device-pointer (RCCL under Lightning)
@@ -129,3 +136,80 @@ def test_a_whole_traceback_keeps_its_rank(tmp_path: Path) -> None:
     head = "[rank0]: Traceback (most recent call last):"
     v = _analyze(tmp_path, ["[rank1]: step 1", head, *CUT_PASTE]).diagnosis.verdict
     assert v.category == "checkpoint" and v.rank == 0 and v.rank_rule != "paste-cut"
+
+
+YOLO_EVAL = (Path(__file__).parent / "wild" / "c-yolov5-rank0-still-validating-broadcast-timeout"
+             / "output.log").read_text(encoding="utf-8").splitlines()
+"""YOLOv5 DDP: rank 0's validation bar keeps counting while ranks 1-3 time out in BROADCAST."""
+
+
+def test_a_progress_bar_is_read_from_its_last_refresh() -> None:
+    assert bar_of(YOLO_EVAL[0]) == (23, 32)
+    assert bar_of(YOLO_EVAL[1]) == (24, 32)  # the bar, then the watchdog line glued to it
+    # tqdm's default format (tests/wild/b-deepspeed-fp16-loss-scale-collapse)
+    assert bar_of(" 14%|█▍        | 377/2724 [13:55:57<86:19:20, 132.41s/it]") == (377, 2724)
+    assert bar_of("[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation "
+                  "timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=60000)") is None
+
+
+def test_a_bar_went_on_only_when_it_counts_further_after_the_line() -> None:
+    def at(line: int, text: str) -> Event:
+        return Event(file="o.log", line=line, pattern_id="x", category="collective_timeout",
+                     role="symptom", text=text)
+
+    first, later = at(2, YOLO_EVAL[1]), at(6, YOLO_EVAL[5])
+    assert bar_went_on([first, later], first) is later
+    assert bar_went_on([first], first) is None
+    assert bar_went_on([first, replace(later, text=YOLO_EVAL[1])], first) is None  # same count
+    assert bar_went_on([first, replace(later, file="other.log")], first) is None
+
+
+def test_the_watchdog_names_the_ranks_when_no_prefix_does() -> None:
+    def to(rank: int | None, pg: str | None) -> Event:
+        return Event(file="o.log", line=1, pattern_id="x", category="collective_timeout",
+                     role="symptom", text="", rank=rank, captures={"pg_rank": pg})
+
+    assert reporting_ranks([to(None, "1"), to(None, "2")]) == {1, 2}
+    assert reporting_ranks([to(4, "1"), to(None, "2")]) == {4}  # a global rank wins
+    assert reporting_ranks([to(None, "1"), to(None, None)]) == set()  # one line names none
+
+
+def test_the_rank_still_working_while_the_others_time_out_is_named(tmp_path: Path) -> None:
+    v = _analyze(tmp_path, YOLO_EVAL).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule, v.rank_certainty) == (
+        "collective_timeout", 0, "still-working", "likely")
+    assert "3 rank(s) timed out" in v.cause and "rank 0" in v.cause
+
+
+def test_no_rank_is_named_when_the_bar_stops_or_two_ranks_are_absent(tmp_path: Path) -> None:
+    stopped = YOLO_EVAL[:4]  # no bar after the timeouts
+    assert _analyze(tmp_path, stopped).diagnosis.verdict.rank is None
+    two_absent = [YOLO_EVAL[0], YOLO_EVAL[1], YOLO_EVAL[3], *YOLO_EVAL[4:]]  # rank 2 not shown
+    v = _analyze(tmp_path, two_absent).diagnosis.verdict
+    assert (v.category, v.rank) == ("collective_timeout", None)
+
+
+LIGHTNING_INIT = (Path(__file__).parent / "wild" / "c-lightning-init-stuck-1-of-5-members"
+                  / "output.log").read_text(encoding="utf-8").splitlines()
+"""Lightning: rank 0 of 5 announces itself and the log ends (the job never formed)."""
+
+
+def test_logs_that_end_before_the_world_formed_are_a_rendezvous_failure(tmp_path: Path) -> None:
+    d = _analyze(tmp_path, LIGHTNING_INIT).diagnosis
+    v = d.verdict
+    assert (d.status, v.category, v.rank, v.rule, v.rank_rule) == (
+        "failed", "rendezvous", None, "stalled-start", "not-joined")
+    assert v.evidence[0].text == LIGHTNING_INIT[1]
+
+
+def test_a_job_that_went_on_after_start_up_is_not_stalled(tmp_path: Path) -> None:
+    # The same announcement followed by a line the catalog knows (torchrun's banner, a real
+    # line from tests/wild/a-distlaunch-store-barrier-stale-file): not the last word of the log.
+    banner = [ln for ln in (Path(__file__).parent / "wild" / "a-distlaunch-store-barrier-stale-"
+                            "file" / "output.log").read_text(encoding="utf-8").splitlines()
+              if ln.startswith("Setting OMP_NUM_THREADS")]
+    assert banner
+    d = _analyze(tmp_path, [*LIGHTNING_INIT, *banner]).diagnosis
+    assert (d.status, d.verdict.rule) == ("ok", "none")
+    d = _analyze(tmp_path, [*banner, *LIGHTNING_INIT]).diagnosis  # before it: still stalled
+    assert d.verdict.rule == "stalled-start"

@@ -18,6 +18,7 @@ CONFIDENCE: dict[str, float] = {
     "death-record": 0.6,
     "symptoms": 0.5,
     "unknown": 0.2,
+    "stalled-start": 0.3,
     "none": 0.8,
 }
 """Confidence of a verdict by the rule that chose it (``docs/decisions.md``):

@@ -17,7 +17,12 @@ from typing import Any
 from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide.job import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
-from analyzer.decide.rank_rules import headless, uniform_by_detail
+from analyzer.decide.rank_rules import (
+    bar_went_on,
+    headless,
+    reporting_ranks,
+    uniform_by_detail,
+)
 from analyzer.decide.rules import KILLED_BY_LAUNCHER, Proposal
 from analyzer.model.event import Event
 
@@ -112,6 +117,34 @@ def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
         hosts = {r.host for r in job.rows if r.node_index == index and r.host}
         node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, index)
     return RankDecision(f.rank, local, node, index, "culprit", {"reason": f.reason})
+
+
+def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A hang whose timeouts name no culprit, but a progress bar in the same log goes on
+    counting after the first timeout: some rank was still working in another phase
+    (evaluation, data preparation) while the others waited in the collective, blocked. When
+    exactly one rank of the job (the world size, else every rank up to the highest that
+    reports) is absent from the reports (two or more), that rank kept the others waiting
+    (likely, from the logs alone)."""
+    f = p.hang
+    if f is None or f.rank is not None or p.event is None:
+        return None
+    reporting = reporting_ranks(p.timeouts)
+    if len(reporting) < 2:
+        return None
+    universe = set(job.universe) | set(range(max(reporting) + 1))
+    absent = universe - reporting
+    if len(absent) != 1:
+        return None
+    went_on = bar_went_on(job.rows, p.event)
+    (rank,) = absent
+    if went_on is None or went_on.rank not in (None, rank):
+        return None
+    reports = ", ".join(str(r) for r in sorted(reporting))
+    out = d.taken_from(went_on, "still-working")
+    return replace(out, rank=rank, local_rank=None,
+                   facts={"file": went_on.file, "line": went_on.line, "rank": rank,
+                          "reporting": reports})
 
 
 def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
@@ -333,6 +366,15 @@ def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
     return d.unnamed("paste-cut", rank=d.rank)
 
 
+def not_joined(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A job that never formed (``stalled-start``): the rank on the last announcement only
+    announced itself; the culprits are the ranks that never joined, and they left no line, so
+    no rank is named."""
+    if d.rank is None:
+        return None
+    return d.unnamed("not-joined", rank=d.rank)
+
+
 def only_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A job of one process failed on its only rank, 0 (unless a rule already said why no
     rank is named)."""
@@ -353,6 +395,7 @@ _FAILED = frozenset(
 RANK_RULES: tuple[RankRule, ...] = (
     RankRule("slurm-end", frozenset({"slurm-end"}), slurm_end),
     RankRule("culprit", frozenset({"hang", "end-after-symptoms"}), culprit),
+    RankRule("still-working", frozenset({"hang", "end-after-symptoms"}), still_working),
     RankRule("same-way-first", _ROOT | _DEATHS, same_way_first),
     RankRule("same-way-together", _ROOT | _DEATHS, same_way_together),
     RankRule("peer-died-first", _ROOT, peer_died_first),
@@ -364,6 +407,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("srun-exit", _ROOT, srun_exit),
     RankRule("uniform", _ROOT, uniform),
     RankRule("paste-cut", _ROOT, paste_cut),
+    RankRule("not-joined", frozenset({"stalled-start"}), not_joined),
     RankRule("only-rank", _FAILED, only_rank, job_level=True),
 )
 """The rank rules in the order they apply to a proposal; each sees the decision so far."""

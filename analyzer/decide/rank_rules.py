@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import regex
 
 from analyzer.model.event import Event
 
@@ -46,3 +48,47 @@ def headless(chosen: Event) -> bool:
 
 
 _HEADS = ("Traceback (most recent call last)", "Original Traceback (most recent call last)")
+
+
+_BAR = regex.compile(r"(?<![\d.])(\d{1,3})%(?:\|[^|\n]{0,80}\|)?\s*(\d+)/(\d+) \[\d+:\d+")
+"""A tqdm progress bar: ``72% 23/32 [01:07<00:25, …]`` (YOLO's bar format) or ``72%|███▏ |
+23/32 [01:07<00:25, …]`` (tqdm's default); the last one on a line is its latest refresh."""
+
+
+def bar_of(text: str) -> tuple[int, int] | None:
+    """(count, total) of the last progress bar on a line, or None."""
+    found = _BAR.findall(text)
+    if not found:
+        return None
+    _pct, n, total = found[-1]
+    return int(n), int(total)
+
+
+def bar_went_on(rows: Sequence[Event], first: Event) -> Event | None:
+    """The first line after ``first`` (same file) whose progress bar counts further than the
+    last bar at or before ``first``'s line (same total, a line with no rank or the same
+    writer): some process kept working while ``first`` was written (the ranks that time out
+    are blocked in the collective and draw nothing)."""
+    bars = sorted(
+        ((r, b) for r in rows if r.file == first.file and (b := bar_of(r.text)) is not None),
+        key=lambda rb: rb[0].line,
+    )
+    before = [b for r, b in bars if r.line <= first.line]
+    if not before:
+        return None
+    n0, total = before[-1]
+    return next((r for r, (n, t) in bars if r.line > first.line and t == total and n > n0), None)
+
+
+def reporting_ranks(timeouts: Iterable[Event]) -> set[int]:
+    """The ranks whose timeout reports the logs show: the global rank of each line, or, when no
+    line carries one (a torch 1.x watchdog line with no ``[rankN]:`` prefix), the rank the
+    watchdog names itself (``[Rank N]``, ``pg_rank``)."""
+    rows = list(timeouts)
+    ranks = {r.rank for r in rows if r.rank is not None}
+    if ranks:
+        return ranks
+    named = {r.cap("pg_rank") for r in rows}
+    if None in named or "" in named:
+        return set()
+    return {int(x) for x in named if x is not None and x.isdecimal()}

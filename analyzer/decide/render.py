@@ -17,6 +17,7 @@ from analyzer.decide import wording
 from analyzer.decide.fixes import tailor_fix
 from analyzer.decide.job import JobView
 from analyzer.decide.rank_decision import RankDecision
+from analyzer.decide.rank_rules import reporting_ranks
 from analyzer.decide.rules import Proposal
 from analyzer.decide.verdict import Evidence, Verdict
 from analyzer.model.event import Event
@@ -67,27 +68,32 @@ def _pattern_texts(r: Event, job: JobView) -> tuple[str, str]:
     return cause, _unknowns(fix)
 
 
-def _hang_texts(p: Proposal, job: JobView) -> tuple[str, str]:
+def _hang_texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str]:
     """A hang's cause (how many ranks timed out in what, and the culprit or why none) and
-    the timeout's fix fitted to a hang."""
+    the timeout's fix fitted to a hang; a culprit named by a rank rule (``still-working``)
+    with that rule's note as the reason."""
     first, finding = p.event, p.hang
     assert first is not None and finding is not None
-    ranks = len({r.rank for r in p.timeouts if r.rank is not None})
+    ranks = len(reporting_ranks(p.timeouts))
     what = wording.collective(first.cap("op"), first.cap("seq"))
-    cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
+    if d.rule == "still-working":
+        reason = wording.rank_note(d.rule, d.facts)
+        cause = wording.hang_cause(ranks, what, d.rank, reason)
+    else:
+        cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
     base = render(first.fix or "", _values(first, job.facts))
     fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo,
                      job.rows)
     return cause, fix
 
 
-def _texts(p: Proposal, job: JobView) -> tuple[str, str, str]:
+def _texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str, str]:
     """Title, cause and fix of the verdict."""
     e = p.event
     assert e is not None
     title = e.title or ""
     if p.hang is not None:
-        cause, fix = _hang_texts(p, job)
+        cause, fix = _hang_texts(p, job, d)
     elif p.rule == "unknown":
         title = wording.UNKNOWN_TITLE
         cause, fix = wording.unknown_cause(e.title or e.pattern_id), wording.UNKNOWN_FIX
@@ -95,6 +101,12 @@ def _texts(p: Proposal, job: JobView) -> tuple[str, str, str]:
         title = wording.dead_worker_title(e.role_of("exit_code"))
         cause = wording.dead_worker_cause(e.role_of("exit_code"), e.rank, len(p.same))
         fix = wording.DEAD_WORKER_FIX
+    elif p.rule == "stalled-start":
+        claimed = {r.rank for r in job.rows if r.tagged("rank-claim") and r.rank is not None}
+        world = e.role_of("world_size") or (str(job.geo.world) if job.geo.world else "?")
+        title, fix = wording.STALLED_START_TITLE, wording.STALLED_START_FIX
+        cause = wording.stalled_start_cause(len(claimed), int(world) if world.isdecimal() else 0,
+                                            e.file, e.line)
     else:
         cause, fix = _pattern_texts(e, job)
     if p.end is not None:
@@ -122,7 +134,7 @@ def build_verdict(job: JobView, p: Proposal, d: RankDecision) -> Verdict:
             title=wording.NONE_TITLE,
             rule=p.rule,
         )
-    title, cause, fix = _texts(p, job)
+    title, cause, fix = _texts(p, job, d)
     return Verdict(
         category=p.category or e.category,
         cause=cause,

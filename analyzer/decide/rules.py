@@ -225,6 +225,48 @@ SIGNAL_CATEGORY: dict[int, str] = {
 SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE a native crash; SIGKILL the OOM killer."""
 
 
+_WENT_ON = ("progress", "checkpoint-save-begin", "checkpoint-save-end")
+"""Tags of lines that show a job past its start-up: an iteration line, a checkpoint save."""
+
+
+def stalled_start(job: JobView) -> Proposal | None:
+    """No failure line, but the logs end while the job was still forming: processes announced
+    their global rank (tag ``rank-claim``) for fewer ranks than the world they name, and no
+    line after the last announcement in its file shows the job going on (only start-up lines
+    follow, no iteration line or checkpoint save anywhere). The ranks that never announced
+    themselves never joined, so the job could not form: a rendezvous failure (no rank named),
+    its evidence the last announcement. A job whose every rank announced itself, or that
+    printed anything recognised after its start-up, is not called stalled."""
+    claims = [r for r in job.rows if r.tagged("rank-claim") and r.rank is not None]
+    if not claims or any(r.tagged(t) for r in job.rows for t in _WENT_ON):
+        return None
+    worlds = {_int(r.role_of("world_size")) for r in claims} | {job.geo.world}
+    worlds.discard(None)
+    if len(worlds) != 1:
+        return None
+    (world,) = worlds
+    claimed = {r.rank for r in claims}
+    if not world or len(claimed) >= world:
+        return None
+    last = max(claims, key=lambda r: (r.file, r.line))
+    later = [
+        r
+        for r in job.rows
+        if r.file == last.file
+        and r.line > last.line
+        and not (r.category == Category.RENDEZVOUS and r.role == "context")
+    ]
+    if later:
+        return None
+    return Proposal(
+        "stalled-start", last, CONFIDENCE["stalled-start"], category=Category.RENDEZVOUS
+    )
+
+
+def _int(v: str | None) -> int | None:
+    return int(v) if v is not None and v.isdecimal() else None
+
+
 def none(job: JobView) -> Proposal | None:
     """Nothing failed: no root, SLURM end or symptom in the logs."""
     return Proposal("none", None, CONFIDENCE["none"], status="ok", category=Category.NONE)
@@ -252,6 +294,7 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule("symptoms", symptoms),
     VerdictRule("unknown", unknown),
     VerdictRule("dead-worker", dead_worker),
+    VerdictRule("stalled-start", stalled_start),
     VerdictRule("none", none),
 )
 """The verdict rules in the order they are tried; the first that proposes wins."""

@@ -26,6 +26,7 @@ RULES: dict[str, str] = {
     "symptoms": "only symptoms, most of them of one class",
     "unknown": "only symptoms of no class",
     "dead-worker": "no failure line, but a worker exited with an error: unknown cause",
+    "stalled-start": "no failure line, but the logs end before every rank joined the job",
     "none": "no failure in the logs",
     "inferred": "a line no pattern knows, inferred from its place in the failure",
     "alternative": "considered and not preferred (an alternative of the verdict)",
@@ -61,6 +62,14 @@ RANK_NOTES: dict[str, str] = {
     "paste-cut": (
         "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
         "cannot show which rank failed first"
+    ),
+    "not-joined": (
+        "rank {rank} only announced itself; the ranks that never joined left no line, so none is "
+        "named"
+    ),
+    "still-working": (
+        "ranks {reporting} timed out while a progress bar went on counting ({file}:{line}): "
+        "rank {rank}, the only rank not among them, was still working in another phase"
     ),
 }
 """How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
@@ -177,6 +186,24 @@ DEAD_WORKER_FIX = (
     "the launcher wrote the workers' output (torchrun --log-dir / --tee / --redirects, a "
     "node-local file), or rerun with the workers' output kept on shared storage."
 )
+
+
+STALLED_START_TITLE = "The job never formed: the logs end before every rank joined"
+STALLED_START_FIX = (
+    "Find why the ranks that never announced themselves did not start or could not reach the "
+    "rendezvous (their node's output, MASTER_ADDR/MASTER_PORT, a stale file:// init file, a "
+    "launcher that started fewer processes than the world size); if the job is still running, "
+    "it is hung in initialisation: set a rendezvous/init timeout so it fails with a message."
+)
+
+
+def stalled_start_cause(claimed: int, world: int, file: str, line: int) -> str:
+    """The cause of a job whose logs end during start-up (``rules.stalled_start``)."""
+    return (
+        f"The logs end during start-up: {claimed} of {world} ranks announced themselves (the "
+        f"last at {file}:{line}) and nothing after it shows the job running; the other ranks "
+        "never joined, so the job could not form (or the logs were cut there)."
+    )
 
 
 def survived_note(what: str, file: str, line: int, went_on: int) -> str:
