@@ -291,6 +291,17 @@ def test_culprit_from_the_hang_analysis() -> None:
     p = Proposal("hang", t, 0.65, category="collective_timeout", hang=finding, timeouts=(t,))
     d = decide_rank(job, p)
     assert (d.rank, d.node, d.rule) == (3, "n3", "culprit")
+    assert certainty(d.rank, d.rule, False, d.facts) == "likely"  # the logs alone
+
+
+def test_a_culprit_the_flight_recorder_shows_is_certain() -> None:
+    t = ev("collective_timeout", "symptom", rank=0)
+    job = view(t, ev("python_exception", "context", rank=3, node="n3", line=2))
+    finding = HangFinding(3, "dumps", 0.8, [], {"rank": 3, "shown": "rank 3 never joined #17"})
+    p = Proposal("hang", t, 0.8, category="collective_timeout", hang=finding, timeouts=(t,))
+    d = decide_rank(job, p)
+    assert (d.rank, d.rule, d.facts["hang_rule"]) == (3, "culprit", "dumps")
+    assert certainty(d.rank, d.rule, False, d.facts) == "certain"
 
 
 def test_same_way_first_names_the_first_rank() -> None:

@@ -116,7 +116,8 @@ def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
         index = f.rank // geo.nproc_per_node
         hosts = {r.host for r in job.rows if r.node_index == index and r.host}
         node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, index)
-    return RankDecision(f.rank, local, node, index, "culprit", {"reason": f.reason})
+    facts = {"reason": f.reason, "hang_rule": f.rule}
+    return RankDecision(f.rank, local, node, index, "culprit", facts)
 
 
 def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:

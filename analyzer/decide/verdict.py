@@ -93,7 +93,7 @@ class Verdict:
         failure in time names it), ``likely`` (taken from another line, the hang analysis, or
         the only rank whose failure the logs show), ``assumed`` (a local rank taken as global
         on one node); None when no rank is named."""
-        c = certainty(self.rank, self.rank_rule, self.rank_assumed)
+        c = certainty(self.rank, self.rank_rule, self.rank_assumed, self.rank_facts)
         return None if c == "unknown" else c
 
     def as_dict(self) -> dict[str, Any]:
