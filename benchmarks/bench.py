@@ -269,7 +269,9 @@ def bench_dir(
         envs["tool-ac"] = AC_ENV
     if baseline is not None:  # another checkout's code, same interpreter and libraries
         rows["tool-base"] = Row(f"mcore-diagnose ({baseline})")
-        cmds["tool-base"] = [sys.executable, "-m", "analyzer", str(job), "--format", "json"]
+        # -P: no working directory in front of PYTHONPATH (run from this checkout's root,
+        # ``-m analyzer`` imported this checkout's code, and "baseline" timed the same code)
+        cmds["tool-base"] = [sys.executable, "-P", "-m", "analyzer", str(job), "--format", "json"]
         envs["tool-base"] = {"PYTHONPATH": str(baseline.resolve())}
     if others:
         for name, cmd in (

@@ -165,7 +165,22 @@ class RepeatBound:
             key = (writer, pattern.id, role, *[fields.get(n) for n in names])
         else:
             key = (writer, pattern.id, role)
-        self.add(key, Item(line, offset, fields, args), context, keep)
+        item = Item(line, offset, fields, args)
+        g = self._groups.get(key)
+        if g is None or len(g.first) < g.keep:
+            self.add(key, item, context, keep)
+            return
+        # ``add`` past the group's first lines, inline (most matched lines of a hit-dense log)
+        g.n += 1
+        tail = g.tail
+        if context and tail and fields == tail[-1].fields:
+            tail[-1] = item
+        else:
+            tail.append(item)
+        if not g.touched:
+            g.touched = True
+            self._touched.append(g)
+        self._extremes(g, item)
 
     def add(
         self, key: Hashable, item: Item, context: bool = False, keep: int | None = None

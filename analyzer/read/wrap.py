@@ -63,9 +63,14 @@ def hard_wrap_width(head: bytes) -> int | None:
         return None
     lens = list(map(len, lines))
     width = max(lens)
-    if width < MIN_WIDTH or lens.count(width) < 2:  # a wrap has several lines that long
+    count = lens.count(width)
+    if width < MIN_WIDTH or count < 2:  # a wrap has several lines that long
         return None
-    at = [i for i, n in enumerate(lens) if n == width]
+    at: list[int] = []
+    i = -1
+    for _ in range(count):  # where they are, found in C (``list.index``) not a Python loop
+        i = lens.index(width, i + 1)
+        at.append(i)
     if len({lines[i] for i in at}) < 2:  # one long line said twice is not a wrap
         return None
     cont = sum(1 for i in at if i + 1 < len(lines) and _continuation(lines[i + 1], lines[i]))
@@ -75,9 +80,13 @@ def hard_wrap_width(head: bytes) -> int | None:
 _SAME_START = 12
 _RECORD = regex.compile(
     rb"\s*(?:Traceback \(|File \"|During handling|The above exception|Exception ignored"
-    rb"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt)\b)"
+    rb"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt)\b"
+    rb"|(?:\[\d{4}-\d\d-\d\d [^\]\n]*\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] NCCL )"
 )
-"""Lines that start a record of their own (a traceback's parts, an exception line)."""
+"""Lines that start a record of their own (a traceback's parts, an exception line, an NCCL
+line with its ``host:pid:tid [dev]`` prefix: the rest of a wrapped message never begins with
+another process's NCCL prefix, so a log whose longest lines are each followed by an NCCL
+line, as Megatron's iteration lines on a hit-dense log, is not hard-wrapped)."""
 
 
 def _continuation(line: bytes, prev: bytes) -> bool:
