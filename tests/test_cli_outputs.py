@@ -90,3 +90,38 @@ def test_plan_and_refuse_in_process(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="one of the logs"):
         refuse_inside([Target(log, "text")], [str(log)])
     refuse_inside([Target(tmp_path / "elsewhere.txt", "text")], [str(log)])
+
+
+SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "diagnose-on-failure.sbatch"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["lint", str(SCRIPT)], ["triage", str(JOB.parent)]],
+    ids=["lint", "triage"],
+)
+def test_unknown_suffix_is_a_usage_error_on_lint_and_triage(
+    tmp_path: Path, args: list[str]
+) -> None:
+    r = run(*args, "-q" if args[0] == "triage" else "--no-reasons", "-o", str(tmp_path / "x.pdf"))
+    assert r.returncode == 64 and r.stderr.count("\n") == 1 and ".pdf" in r.stderr
+    assert not (tmp_path / "x.pdf").exists()
+
+
+def test_lint_takes_the_format_from_the_suffix_and_dash_is_stdout(tmp_path: Path) -> None:
+    r = run("lint", str(SCRIPT), "-o", str(tmp_path / "f.json"))
+    assert r.returncode in (0, 1) and "findings" in json.loads((tmp_path / "f.json").read_text())
+    r = run("lint", str(SCRIPT), "-f", "json", "-o", "-")
+    assert "findings" in json.loads(r.stdout) and not Path("-").exists()
+
+
+def test_triage_output_inside_a_job_directory_is_refused(tmp_path: Path) -> None:
+    job = tmp_path / "night" / "job-a"
+    shutil.copytree(JOB, job)
+    before = sorted(p.name for p in job.rglob("*"))
+    r = run("triage", str(tmp_path / "night"), "-q", "-o", str(job / "t.csv"))
+    assert r.returncode == 64 and "inside the job directory" in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert sorted(p.name for p in job.rglob("*")) == before
+    r = run("triage", str(tmp_path / "night"), "-q", "-o", str(tmp_path / "night" / "t.csv"))
+    assert r.returncode == 0, r.stderr

@@ -30,17 +30,41 @@ def _fail(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+LINT_SUFFIX_FORMAT = {".json": LintFormat.json, ".txt": LintFormat.text, ".text": LintFormat.text}
+"""Lint's formats by ``-o`` suffix."""
+
+
+def _output_format(output: Path | None, fmt: LintFormat | None) -> LintFormat:
+    """The format: ``--format``, else the suffix of ``-o FILE`` (an unknown one is a usage
+    error), else terminal; a terminal report in a file is plain text."""
+    if output is None or output == Path("-"):
+        return fmt or LintFormat.terminal
+    if fmt is not None:
+        return LintFormat.text if fmt == LintFormat.terminal else fmt
+    by_suffix = LINT_SUFFIX_FORMAT.get(output.suffix.lower())
+    if by_suffix is None:
+        _fail(f"cannot tell the format of {output} from its suffix {output.suffix or '(none)'}; "
+              f"use one of {', '.join(LINT_SUFFIX_FORMAT)}, or give --format", EXIT_USAGE)
+    assert by_suffix is not None
+    return by_suffix
+
+
 def lint_cmd(
     scripts: Annotated[
         list[Path],
         typer.Argument(help="sbatch scripts to check.", show_default=False, metavar="SCRIPT"),
     ],
     fmt: Annotated[
-        LintFormat,
+        LintFormat | None,
         typer.Option(
-            "--format", "-f", metavar="FORMAT", help="Output format: terminal, text or json."
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="Output format: terminal, text or json. Default: terminal on standard "
+            "output; with -o, the file's suffix (.json, .txt, .text).",
+            show_default=False,
         ),
-    ] = LintFormat.terminal,
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -59,7 +83,8 @@ def lint_cmd(
             "--output",
             "-o",
             metavar="FILE",
-            help="Write the findings to FILE (.json: JSON, else text) instead of standard output.",
+            help="Write the findings to FILE instead of standard output, the format from its "
+            "suffix (.json .txt .text); - is standard output.",
             show_default=False,
         ),
     ] = None,
@@ -109,8 +134,9 @@ def lint_cmd(
                        "is it an sbatch script?", err=True)
         results.append((str(path), lint_text(text, str(path), cfg)))
         lines[str(path)] = text.replace("\r\n", "\n").split("\n")
-    if output is not None and fmt == LintFormat.terminal:
-        fmt = LintFormat.json if output.suffix.lower() == ".json" else LintFormat.text
+    fmt = _output_format(output, fmt)
+    if output == Path("-"):
+        output = None
     if fmt == LintFormat.json:
         text = to_json(results)
     else:

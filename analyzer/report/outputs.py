@@ -138,6 +138,16 @@ def refuse_inside(targets: Sequence[Target], inputs: Sequence[str]) -> None:
                 )
 
 
+def refused(files: Sequence[Path | None], inputs: Sequence[str]) -> str | None:
+    """Why writing ``files`` (None: standard output) would write into a job being read
+    (:func:`refuse_inside`), or None when it would not."""
+    try:
+        refuse_inside([Target(p, "") for p in files if p is not None], inputs)
+    except OutputError as exc:
+        return str(exc)
+    return None
+
+
 def group_jobs(paths: Sequence[str], alone: Callable[[str], bool] | None = None) -> list[list[str]]:
     """Split command-line paths into jobs: each directory (and each argument ``alone`` says is
     a job by itself, such as a SLURM job id) is a job of its own; files named explicitly (and
