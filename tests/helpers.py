@@ -58,3 +58,39 @@ def write_job(directory: Path, files: Mapping[str, str | bytes]) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return directory
+
+
+def cli_on_tty(*args: str, env: dict[str, str] | None = None) -> str:
+    """Run the CLI with standard output on a pseudo-terminal (100 columns unless ``env`` sets
+    ``COLUMNS``; the colour variables of this process left out); what it wrote there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE")}
+    e.update({"COLUMNS": "100", "TERM": "xterm-256color", **(env or {})})
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "analyzer", *args],
+            stdout=slave,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=e,
+        )
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+    finally:
+        os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")

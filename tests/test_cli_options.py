@@ -4,7 +4,6 @@ default command, internal errors in one line, widths, folders of jobs (issue 30)
 from __future__ import annotations
 
 import os
-import pty
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REAL, ROOT
+from tests.helpers import REAL, ROOT, cli_on_tty
 
 JOB = REAL / "exception-cascade"
 
@@ -47,28 +46,9 @@ def run(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Completed
 
 
 def on_terminal(*args: str, columns: int = 80) -> list[str]:
-    """The lines ``mcore-diagnose ARGS`` prints on a terminal ``columns`` wide (a pty)."""
-    leader, follower = pty.openpty()
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns), "LINES": "50"}
-    p = subprocess.Popen(
-        [sys.executable, "-m", "analyzer", *args],
-        stdout=follower,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    p.wait()
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").splitlines()
+    """The lines ``mcore-diagnose ARGS`` prints on a terminal ``columns`` wide, no colour."""
+    text = cli_on_tty(*args, env={"NO_COLOR": "1", "COLUMNS": str(columns), "LINES": "50"})
+    return text.replace("\r\n", "\n").splitlines()
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)

@@ -28,7 +28,7 @@ from analyzer.report.jsonout import to_json
 from analyzer.report.markdown import md
 from analyzer.report.model import build_model
 from analyzer.util.safe import clean
-from tests.helpers import SAMPLE_LOGS, write_job
+from tests.helpers import SAMPLE_LOGS, cli_on_tty, write_job
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
@@ -399,37 +399,6 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         env=e,
         timeout=120,
     )
-
-
-def cli_on_tty(*args: str, env: dict[str, str] | None = None) -> str:
-    """Run the CLI with stdout on a pseudo-terminal; returns what it wrote there."""
-    pty = pytest.importorskip("pty")
-    master, slave = pty.openpty()
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE")}
-    e.update({"COLUMNS": "100", "TERM": "xterm-256color", **(env or {})})
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "analyzer", *args],
-            stdout=slave,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            env=e,
-        )
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        proc.wait(timeout=120)
-    finally:
-        os.close(master)
-    return b"".join(chunks).decode("utf-8", "replace")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")

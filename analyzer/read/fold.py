@@ -170,17 +170,9 @@ class RepeatBound:
         if g is None or len(g.first) < g.keep:
             self.add(key, item, context, keep)
             return
-        # ``add`` past the group's first lines, inline (most matched lines of a hit-dense log)
-        g.n += 1
-        tail = g.tail
-        if context and tail and fields == tail[-1].fields:
-            tail[-1] = item
-        else:
-            tail.append(item)
-        if not g.touched:
-            g.touched = True
-            self._touched.append(g)
-        self._extremes(g, item)
+        # past the group's first lines, straight to its tail (most matched lines of a
+        # hit-dense log): no second lookup of the group
+        self._to_tail(g, item, context)
 
     def add(
         self, key: Hashable, item: Item, context: bool = False, keep: int | None = None
@@ -203,6 +195,11 @@ class RepeatBound:
             self._make(item)
             self._extremes(g, item)
             return
+        self._to_tail(g, item, context)
+
+    def _to_tail(self, g: _Group, item: Item, context: bool) -> None:
+        """Add ``item`` to a group whose first lines are kept: a count, and the group's last
+        lines (a ``context`` line that repeats the last one's captures replaces it)."""
         g.n += 1
         tail = g.tail
         if context and tail and item.fields == tail[-1].fields:
