@@ -232,3 +232,8 @@ def test_docs_table_of_options_matches_the_commands() -> None:
     assert sorted(documented) == sorted(rows)
     # the promise of every command: --version and --debug in every row
     assert all(r.endswith("| ✓ | ✓ |") for r in rows)
+
+
+def test_a_copy_of_the_catalog_as_extra_patterns_is_not_a_broken_install() -> None:
+    r = run("-p", "patterns", str(JOB), "-q", cwd=ROOT)  # the checkout's own patterns/
+    assert r.returncode == 0 and r.stdout.startswith("python_exception"), r.stderr

@@ -393,7 +393,9 @@ def _merge(
             _check_replacement(path, ordered.get(p.id), p)
             ordered[p.id] = p
     patterns = list(ordered.values())
-    if not any(not p.user for p in patterns):
+    # no built-in file at all (every pattern replaced by a user copy, as with ``-p`` naming a
+    # copy of the catalog, is a choice, not a broken installation)
+    if not any(not user for _path, user in files) or not patterns:
         raise CatalogError(
             "the built-in pattern catalog holds no pattern; reinstall mcore-diagnose "
             "(pip install --force-reinstall mcore-diagnose)"
