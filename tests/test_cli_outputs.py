@@ -88,8 +88,8 @@ def test_plan_and_refuse_in_process(tmp_path: Path) -> None:
     log = tmp_path / "slurm-1.out"
     log.write_text("x\n")
     with pytest.raises(OutputError, match="one of the logs"):
-        refuse_inside([Target(log, "text")], [str(log)])
-    refuse_inside([Target(tmp_path / "elsewhere.txt", "text")], [str(log)])
+        refuse_inside([log], [str(log)])
+    refuse_inside([tmp_path / "elsewhere.txt", None], [str(log)])
 
 
 SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "diagnose-on-failure.sbatch"

@@ -20,7 +20,6 @@ from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
 from analyzer.util.clickgroup import default_command_group
 from analyzer.util.color import ColorChoice
-from analyzer.version import __version__
 
 SUBCOMMANDS = {
     "diagnose",
@@ -74,28 +73,6 @@ app = typer.Typer(
     cls=default_command_group("diagnose"),
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-def _version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"mcore-diagnose {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            "-V",
-            help="Print the version and exit.",
-            is_eager=True,
-            callback=_version_callback,
-        ),
-    ] = False,
-) -> None:
-    pass
 
 
 patterns_app = typer.Typer(help="List, show, test and explain the failure patterns.")

@@ -142,6 +142,7 @@ def _plan(
     paths: list[str], output: list[Path] | None, fmt: Format | None, script: Path | None
 ) -> tuple[list[Any], list[list[str]]]:
     """The output targets and the jobs, or a usage error in one line."""
+    from analyzer.cli.jobs import jobs_to_read
     from analyzer.read.slurmjob import is_job_id
     from analyzer.report.outputs import OutputError, group_jobs, plan_outputs
 
@@ -151,7 +152,7 @@ def _plan(
         fail(str(exc), EXIT_USAGE)
     if script is not None and not script.is_file():
         fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
-    jobs = _jobs(group_jobs(paths, alone=is_job_id), targets)
+    jobs = jobs_to_read(group_jobs(paths, alone=is_job_id), targets)
     if len(jobs) > 1 and any(t.fmt == "html" for t in targets):
         fail(
             "an HTML report holds one job; give one job directory per run, or use "
@@ -159,22 +160,6 @@ def _plan(
             EXIT_USAGE,
         )
     return targets, jobs
-
-
-def _jobs(jobs: list[list[str]], targets: list[Any]) -> list[list[str]]:
-    """``jobs`` with folders of job directories split (one line each on standard error), after
-    checking that no output file lies inside them."""
-    from analyzer.cli.jobs import split_folders
-    from analyzer.report.outputs import OutputError, refuse_inside
-
-    try:
-        refuse_inside(targets, [p for job in jobs for p in job])
-    except OutputError as exc:
-        fail(str(exc), EXIT_USAGE)
-    jobs, notes = split_folders(jobs)
-    for note in notes:
-        typer.echo(f"mcore-diagnose: {note}", err=True)
-    return jobs
 
 
 def _write_all(targets: list[Any], rendered: list[list[tuple[str, str]]], quiet: bool) -> None:

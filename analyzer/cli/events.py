@@ -89,9 +89,9 @@ def events_cmd(
         )
     except OutputError as exc:
         fail(str(exc), EXIT_USAGE)
-    from analyzer.cli.diagnose import _jobs
+    from analyzer.cli.jobs import jobs_to_read
 
-    df = _table(_jobs(group_jobs(paths), targets), patterns, workers, by_rank, all_events)
+    df = _table(jobs_to_read(group_jobs(paths), targets), patterns, workers, by_rank, all_events)
     for tg in targets:
         _write_table(df, tg.fmt, tg.path, by_rank)
 

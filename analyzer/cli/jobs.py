@@ -10,8 +10,14 @@ SLURM job ids is still read as one job, with one line of warning.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import typer
+
+from analyzer.cli.app import fail
+from analyzer.decide.verdict import EXIT_USAGE
+from analyzer.report.outputs import OutputError, Target, refuse_inside
 from analyzer.triage.find import SLURM_OUT, FindError, find_jobs, is_log_name, slurm_job_id
 
 
@@ -27,10 +33,11 @@ def _slurm_ids(names: list[str]) -> list[str]:
     return sorted({m["id"] for n in names if (m := SLURM_OUT.match(n))})
 
 
-def _held_jobs(d: str) -> list[str]:
-    """The job directories below ``d`` when ``d`` holds no log of its own and at least two of
-    them hold SLURM output (as ``triage`` finds them); else []."""
-    if any(is_log_name(n) for n in _names(d)):
+def _held_jobs(d: str, names: list[str]) -> list[str]:
+    """The job directories below ``d`` (whose entries are ``names``) when ``d`` holds no log
+    of its own and at least two of them hold SLURM output (as ``triage`` finds them); else
+    []."""
+    if any(is_log_name(n) for n in names):
         return []
     try:
         found = find_jobs([Path(d)])
@@ -53,7 +60,8 @@ def split_folders(jobs: list[list[str]]) -> tuple[list[list[str]], list[str]]:
             out.append(job)
             continue
         d = job[0]
-        held = _held_jobs(d)
+        names = _names(d)
+        held = _held_jobs(d, names)
         if held:
             notes.append(
                 f"{d} holds {len(held)} job directories; diagnosing each on its own "
@@ -61,7 +69,7 @@ def split_folders(jobs: list[list[str]]) -> tuple[list[list[str]], list[str]]:
             )
             out.extend([h] for h in held)
             continue
-        ids = _slurm_ids(_names(d))
+        ids = _slurm_ids(names)
         if len(ids) > 1:
             notes.append(
                 f"warning: {d} holds the output of {len(ids)} SLURM jobs ({', '.join(ids[:5])}"
@@ -70,3 +78,17 @@ def split_folders(jobs: list[list[str]]) -> tuple[list[list[str]], list[str]]:
             )
         out.append(job)
     return out, notes
+
+
+def jobs_to_read(jobs: list[list[str]], targets: Sequence[Target]) -> list[list[str]]:
+    """The jobs a command reads: ``jobs`` with folders of job directories split (one line
+    each on standard error), after checking that no output lies inside them (a usage error,
+    in one line)."""
+    try:
+        refuse_inside([t.path for t in targets], [p for job in jobs for p in job])
+    except OutputError as exc:
+        fail(str(exc), EXIT_USAGE)
+    jobs, notes = split_folders(jobs)
+    for note in notes:
+        typer.echo(f"mcore-diagnose: {note}", err=True)
+    return jobs

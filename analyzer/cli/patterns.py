@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 def patterns_list(patterns: PatternsOpt = None) -> None:
     """List every pattern: id, category, role, title."""
     from analyzer.cli.app import terminal_width
+    from analyzer.report.table import cut
 
     cat = _catalog(patterns)
     width = terminal_width()
@@ -38,14 +39,9 @@ def patterns_list(patterns: PatternsOpt = None) -> None:
             continue
         # narrower than the table: the id on its line, the rest indented below it
         rest = f"    {p.category}, {p.role}: {p.title}"
-        typer.echo(_cut(p.id, width))
-        typer.echo(_cut(rest, width))
+        typer.echo(cut(p.id, width))
+        typer.echo(cut(rest, width))
     typer.echo(f"{len(cat.patterns)} patterns from {len(cat.sources)} files", err=True)
-
-
-def _cut(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, the last one an ellipsis when cut."""
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _stamp(s: Stamp | None) -> str:

@@ -273,7 +273,11 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     return _prefixed(line[pos:] if pos else line, task, stamp=collected, host=host)
 
 
-_NCCL_HEAD = regex.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]+:[0-9]+ \[[0-9]+\] ")
+NCCL_PROC = r"[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]+:[0-9]+ \[[0-9]+\] "
+"""NCCL's own ``host:pid:tid [dev] `` in front of each of its lines (a regex source, for
+``str`` and ``bytes`` patterns alike: ASCII only)."""
+
+_NCCL_HEAD = regex.compile(NCCL_PROC)
 """The start of a line NCCL printed itself (``node017:4242:4300 [3] NCCL INFO …``; every line
 of an ``NCCL_DEBUG=INFO`` log). No prefix can be peeled in front of it, so ``split_prefixes``
 returns such a line as its message at once: each prefix that can start with its first

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -25,7 +25,7 @@ class LintFormat(StrEnum):
     json = "json"
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
     typer.echo(f"mcore-diagnose lint: {message}", err=True)
     raise typer.Exit(code)
 
@@ -45,7 +45,6 @@ def _output_format(output: Path | None, fmt: LintFormat | None) -> LintFormat:
     if by_suffix is None:
         _fail(f"cannot tell the format of {output} from its suffix {output.suffix or '(none)'}; "
               f"use one of {', '.join(LINT_SUFFIX_FORMAT)}, or give --format", EXIT_USAGE)
-    assert by_suffix is not None
     return by_suffix
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import regex
 
 from analyzer.catalog.model import Pattern
-from analyzer.lines.prefixes import Prefixed, split_prefixes
+from analyzer.lines.prefixes import NCCL_PROC, Prefixed, split_prefixes
 
 Lookup = Callable[[str], "tuple[Pattern, dict[str, str]] | None"]
 MIN_WRAPPED = 40
@@ -63,14 +63,9 @@ def hard_wrap_width(head: bytes) -> int | None:
         return None
     lens = list(map(len, lines))
     width = max(lens)
-    count = lens.count(width)
-    if width < MIN_WIDTH or count < 2:  # a wrap has several lines that long
+    if width < MIN_WIDTH or lens.count(width) < 2:  # a wrap has several lines that long
         return None
-    at: list[int] = []
-    i = -1
-    for _ in range(count):  # where they are, found in C (``list.index``) not a Python loop
-        i = lens.index(width, i + 1)
-        at.append(i)
+    at = [i for i, n in enumerate(lens) if n == width]
     if len({lines[i] for i in at}) < 2:  # one long line said twice is not a wrap
         return None
     cont = sum(1 for i in at if i + 1 < len(lines) and _continuation(lines[i + 1], lines[i]))
@@ -81,7 +76,7 @@ _SAME_START = 12
 _RECORD = regex.compile(
     rb"\s*(?:Traceback \(|File \"|During handling|The above exception|Exception ignored"
     rb"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt)\b"
-    rb"|(?:\[\d{4}-\d\d-\d\d [^\]\n]*\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] NCCL )"
+    rb"|(?:\[\d{4}-\d\d-\d\d [^\]\n]*\] )?" + NCCL_PROC.encode() + rb"NCCL )"
 )
 """Lines that start a record of their own (a traceback's parts, an exception line, an NCCL
 line with its ``host:pid:tid [dev]`` prefix: the rest of a wrapped message never begins with

@@ -108,44 +108,34 @@ def plan_outputs(
     return targets
 
 
-def refuse_inside(targets: Sequence[Target], inputs: Sequence[str]) -> None:
-    """Raise :class:`OutputError` when an output file lies inside a job directory being read
-    (or is one of the log files read): the tool never writes into the job's logs."""
+def refuse_inside(outputs: Sequence[Path | None], inputs: Sequence[str]) -> None:
+    """Raise :class:`OutputError` when an output file (None: standard output) lies inside a
+    job directory being read (or is one of the log files read): the tool never writes into
+    the job's logs."""
     dirs, files = [], set()
     for p in inputs:
         if p == "-":
             continue
-        path = Path(p)
         try:
-            resolved = path.resolve()
+            resolved = Path(p).resolve()
         except OSError:
             continue
         if _is_dir(p):
             dirs.append((p, resolved))
         else:
             files.add(resolved)
-    for tg in targets:
-        if tg.path is None:
+    for path in outputs:
+        if path is None:
             continue
-        out = tg.path.resolve()
+        out = path.resolve()
         if out in files:
-            raise OutputError(f"-o {tg.path} is one of the logs being read; write elsewhere")
+            raise OutputError(f"-o {path} is one of the logs being read; write elsewhere")
         for shown, d in dirs:
             if out == d or d in out.parents:
                 raise OutputError(
-                    f"-o {tg.path} is inside the job directory {shown}, and the next run would "
+                    f"-o {path} is inside the job directory {shown}, and the next run would "
                     "read it back as a log; write elsewhere"
                 )
-
-
-def refused(files: Sequence[Path | None], inputs: Sequence[str]) -> str | None:
-    """Why writing ``files`` (None: standard output) would write into a job being read
-    (:func:`refuse_inside`), or None when it would not."""
-    try:
-        refuse_inside([Target(p, "") for p in files if p is not None], inputs)
-    except OutputError as exc:
-        return str(exc)
-    return None
 
 
 def group_jobs(paths: Sequence[str], alone: Callable[[str], bool] | None = None) -> list[list[str]]:

@@ -68,7 +68,7 @@ def table_text(df: pl.DataFrame, *, by_rank: bool = False, width: int | None = N
     return narrow_text(view, width, counts=counts)
 
 
-def _cut(text: str, width: int) -> str:
+def cut(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the last one an ellipsis when cut."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -106,13 +106,13 @@ def narrow_text(view: pl.DataFrame, width: int, counts: list[str] | None = None)
     for row in view.iter_rows(named=True):
         if row.get("job") is not None and row["job"] != job:
             job = row["job"]
-            out.append(_cut(f"job {_value(job)}", width))
+            out.append(cut(f"job {_value(job)}", width))
         elif out:
             out.append("")
-        out.append(_cut(_heading(row), width))
+        out.append(cut(_heading(row), width))
         for c in fields:
-            out.append(_cut(f"  {c:<{label_w}}  {_value(row[c])}", width))
+            out.append(cut(f"  {c:<{label_w}}  {_value(row[c])}", width))
         if counts:
             nz = ", ".join(f"{c} {row[c]}" for c in counts if row[c])
-            out.append(_cut(f"  {'by category':<{label_w}}  {nz or '—'}", width))
+            out.append(cut(f"  {'by category':<{label_w}}  {nz or '—'}", width))
     return "\n".join(out) + "\n"

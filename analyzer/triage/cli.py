@@ -417,7 +417,7 @@ def run_cmd(
     a torchrun --log-dir tree; see docs/triage.md for the whole rule.
     """
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION
-    from analyzer.report.outputs import refused
+    from analyzer.report.outputs import OutputError, refuse_inside
     from analyzer.triage.run import to_frame, usable_cpus
 
     summaries = list(summary or [])
@@ -431,8 +431,10 @@ def run_cmd(
     jobs = _gather_jobs(roots, jobs_from, max_depth)
     meta: dict[str, Any] = {"jobs": len(jobs), "roots": [str(r) for r in roots]}
     jobs, output = _take_shard(jobs, shard_spec, meta, output)
-    if (why := refused([output, *summaries], [j.path for j in jobs])) is not None:
-        _usage(why)
+    try:
+        refuse_inside([output, *summaries], [j.path for j in jobs])
+    except OutputError as exc:
+        _usage(str(exc))
     meta["fingerprint_version"] = FINGERPRINT_VERSION
     n_workers = usable_cpus() if workers is None else workers
     mem = _memory_limit(max_memory, n_workers)
