@@ -107,6 +107,22 @@ def test_end_after_symptoms_a_slurm_end_only_confirms_them() -> None:
     assert [a.rule for a in p.alternatives] == ["slurm-end"]
 
 
+def test_end_after_symptoms_an_undated_symptom_above_the_end_in_its_file() -> None:
+    """A symptom without a time (a native abort's signal banner) printed above SLURM's dated
+    end in the same file came before it; one in another file cannot be ordered."""
+    crash = ev("native_crash", "symptom", rank=0, seconds=None, line=58)
+    end = ev("slurm_cancelled", seconds=60, line=108)
+    p = proposed(crash, end)
+    assert (p.rule, p.event, p.end) == ("end-after-symptoms", crash, end)
+    below = replace(crash, line=200)
+    assert proposed(below, end).rule == "slurm-end"
+    elsewhere = replace(crash, file="rank0.log")
+    assert proposed(elsewhere, end).rule == "slurm-end"
+    # a collector stamped both with the same second: the order in the file decides
+    same_second = replace(crash, time=end.time)
+    assert proposed(same_second, end).rule == "end-after-symptoms"
+
+
 def test_slurm_end_alone() -> None:
     end = ev("slurm_cancelled", seconds=60)
     p = proposed(end)
@@ -317,6 +333,88 @@ def test_same_way_together_names_none() -> None:
     assert d.facts["who"] == "all 4 ranks"
 
 
+def test_same_way_unranked_names_none_when_the_launcher_saw_several_die() -> None:
+    """Four workers sharing one stream print the same error with no rank label; the
+    launcher reports ranks 0-3 dead with exit code 1 (a ChildFailedError table): nobody is
+    blamed, not even the rank of the launcher line right below the copies."""
+    copies = [ev(pattern="exc", line=n, roles={"exc_type": "SyntaxError"}) for n in (23, 28, 35)]
+    dead = [
+        ev("unknown", "context", rank=r, line=60 + r, tags=("childfailed-field",),
+           roles={"exit_code": "1"})
+        for r in range(4)
+    ]
+    exit0 = ev("python_exception", "symptom", rank=0, seconds=2, line=43,
+               tags=("death", "death-record"), roles={"exit_code": "1"})
+    d = ranked(*copies, exit0, *dead)
+    assert (d.rank, d.rule, d.facts) == (None, "same-way-unranked", {"copies": 3, "ranks": 4})
+
+
+def test_same_way_unranked_keeps_a_rank_when_one_died_on_its_own() -> None:
+    """The same copies, but the launcher stopped the others (exit -15): one rank died on its
+    own, and the rank comes from the line near the copies as before."""
+    copies = [ev(pattern="exc", line=n, roles={"exc_type": "SyntaxError"}) for n in (23, 28)]
+    exit0 = ev("python_exception", "symptom", rank=0, seconds=2, line=43,
+               tags=("death", "death-record"), roles={"exit_code": "1"})
+    stopped = ev("unknown", "context", rank=1, line=61, tags=("childfailed-field",),
+                 roles={"exit_code": "-15"})
+    d = ranked(*copies, exit0, stopped)
+    assert (d.rank, d.rule) == (0, "from-line")
+
+
+def test_another_died_when_the_launcher_reports_only_other_ranks_dead() -> None:
+    """Rank 0's traceback is shown, but the launcher (mpiexec) reports rank 6 exited with
+    code 1 on its own and says nothing of rank 0: two ranks failed, nothing orders them."""
+    shown = ev(rank=0, seconds=None, line=38)
+    six = ev("python_exception", "symptom", rank=6, seconds=None, line=42,
+             tags=("death", "death-record"), roles={"exit_code": "1"})
+    stopped = ev("unknown", "symptom", rank=11, seconds=None, line=43, tags=("death",),
+                 roles={"signal": "15"})
+    d = ranked(shown, six, stopped)
+    assert (d.rank, d.rule, d.facts) == (None, "another-died", {"rank": 0, "others": "6"})
+
+
+def test_another_died_keeps_the_rank_the_launcher_reports_too() -> None:
+    """The same, but the launcher reports rank 0's own exit too: rank 0 stays named."""
+    shown = ev(rank=7, seconds=None, line=1)
+    seven = ev("python_exception", "symptom", rank=7, seconds=None, line=2,
+               tags=("death", "death-record"), roles={"exit_code": "1"})
+    stopped = ev("unknown", "symptom", rank=14, seconds=None, line=3, tags=("death",),
+                 roles={"signal": "15"})
+    assert ranked(shown, seven, stopped).rank == 7
+
+
+def test_own_traceback_names_the_rank_of_a_cut_traceback() -> None:
+    """A paste that ends inside rank 1's traceback (no exception line: a symptom) names
+    rank 1, likely; a timeout of rank 1 alone is still a victim's sign."""
+    tb = ev("checkpoint", "symptom", rank=1, pattern="python.traceback", tags=("uncatalogued",))
+    d = ranked(tb)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (1, "own-traceback", "likely")
+    waited = ev("nccl_error", "symptom", rank=1)
+    assert (ranked(waited).rank, ranked(waited).rule) == (None, "victim")
+
+
+def test_unknown_takes_the_category_of_a_signal_death() -> None:
+    """Only symptoms of no evident class, and the worker died of SIGABRT (exit -6): the cause
+    is still not named by a line, but the verdict says native_crash; the evidence stays the
+    earliest symptom."""
+    first = ev("native_crash", "symptom", seconds=0, line=10, pattern="terminate_called")
+    died = ev("nccl_error", "symptom", seconds=300, line=11, tags=("death-record",),
+              roles={"exit_code": "-6"})
+    p = proposed(first, died)
+    assert (p.rule, p.category, p.event) == ("unknown", "native_crash", first)
+    plain = replace(died, role_names={}, captures={})
+    assert proposed(first, plain).category == "unknown"
+
+
+def test_from_line_lends_no_rank_from_another_copy_of_the_failure() -> None:
+    """Two OOMs of one kind, one with a rank label and one without (a paste that begins
+    inside another process's traceback): the unlabelled one takes no rank from its copy."""
+    bare = ev("cuda_oom", seconds=None, line=1, pattern="oom")
+    five = ev("cuda_oom", rank=5, seconds=None, line=11, pattern="oom")
+    d = ranked(bare, five)
+    assert (d.rank, d.rule) == (None, None)
+
+
 def test_peer_died_first_does_not_blame_the_reporter() -> None:
     died = ev("native_crash", "symptom", rank=2, seconds=0, tags=("death",))
     link = ev("network", seconds=10, line=2)
@@ -452,9 +550,11 @@ def test_decide_builds_the_verdict_once_from_both_decisions() -> None:
 def test_every_rank_rule_is_reachable() -> None:
     """Each rank rule in the registry is exercised above (a rule added without a test fails)."""
     tested = {
-        "slurm-end", "culprit", "same-way-first", "same-way-together", "peer-died-first",
+        "slurm-end", "culprit", "same-way-first", "same-way-together", "same-way-unranked",
+        "peer-died-first",
         "from-line", "traceback-below", "named-above", "victim", "only-death", "srun-exit",
-        "uniform", "paste-cut", "not-joined", "still-working", "only-rank",
+        "uniform", "another-died", "own-traceback", "paste-cut", "not-joined", "still-working",
+        "only-rank",
     }
     assert {r.id for r in rank_decision.RANK_RULES} == tested
     assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)

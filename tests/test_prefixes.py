@@ -282,7 +282,7 @@ def test_exception_group_margin_needs_its_shape(line: str) -> None:
 
 
 def test_a_log_pasted_inside_a_markdown_quote_is_read_without_it() -> None:
-    from analyzer.lines.prefixes import quoted_paste
+    from analyzer.lines.pastes import quoted_paste
 
     # A real reply that quotes a nanoGPT run (33 of 34 lines quoted).
     pasted = (WILD / "a-nanogpt-torchrun-loss-nan" / "output.log").read_bytes()

@@ -5,8 +5,10 @@
   line of the bundled and wild logs and on hosts chosen to look like other prefixes.
 - ``hard_wrap_width``: Megatron's iteration lines of one width, each followed by an NCCL line
   (a hit-dense log), are no hard wrap; a real wrap still is.
-- The reader without the NCCL shortcut reads the same events on every bundled and wild job
-  (the other fast paths are compared in ``test_reader_needs.py``).
+- The reader without the NCCL shortcut and without the builder's lane (``EventBuilder._lane``:
+  a line of one pattern that ``split_prefixes`` would not change read the short way) reads
+  the same events on every bundled and wild job (the other fast paths are compared in
+  ``test_reader_needs.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import regex
 from analyzer.catalog.model import Catalog
 from analyzer.lines import prefixes
 from analyzer.lines.prefixes import split_prefixes
+from analyzer.read.match import LineMatcher
 from analyzer.read.wrap import hard_wrap_width
 from analyzer.util.sanitize import clean_line, decode
 from tests.helpers import SAMPLES, WILD, builtin_catalog
@@ -64,6 +67,7 @@ def test_the_nccl_head_shortcut_peels_what_the_long_way_peels(
     fast = [split_prefixes(ln) for ln in lines]
     assert sum(prefixes._NCCL_HEAD.match(ln) is not None for ln in lines) > 100
     monkeypatch.setattr(prefixes, "_NCCL_HEAD", _NEVER)
+    monkeypatch.setattr(LineMatcher, "lane", lambda _self, _start: None)
     slow = [split_prefixes(ln) for ln in lines]
     assert [(ln, f) for ln, f, s in zip(lines, fast, slow, strict=True) if f != s] == []
 
@@ -108,5 +112,6 @@ def test_without_the_shortcuts_every_event_is_the_same(
     catalog = builtin_catalog()
     fast = _read(job, catalog)
     monkeypatch.setattr(prefixes, "_NCCL_HEAD", _NEVER)
+    monkeypatch.setattr(LineMatcher, "lane", lambda _self, _start: None)
     # another catalog object: a scanner of its own, no line cached by the fast run
     assert _read(job, Catalog(list(catalog.patterns), catalog.sources)) == fast

@@ -100,6 +100,45 @@ def test_first_need_counts_repeated_claims_once(tmp_path: Path) -> None:
     ]
 
 
+def test_the_lane_counts_what_the_whole_path_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeated claim lines are counted by the builder's lane (``EventBuilder._lane_key``)
+    only where the whole path would read them one known way; lines behind a launcher label,
+    with ANSI colour, invalid UTF-8, a split communicator or inside an open traceback take
+    the whole path. Every event equals the events read with the lane switched off."""
+    pre = "node001:1234:1234 [0] NCCL INFO "
+    lines = []
+    for i in range(12):
+        size, rank = ((16, 5), (8, 5), (2, 1))[i % 3]
+        body = (
+            f"ncclCommInitRank comm 0x55{i:04x} rank {rank} nranks {size} cudaDev 0 "
+            f"nvmlDev 0 busId 19000 commId 0x{i:x} - Init START"
+        )
+        lines += [pre + body, f"0: {pre}{body}", f"\x1b[32m{pre}{body}\x1b[0m"]
+        lines.append(f"{pre}Channel 00/0 : {rank}[0] -> {rank + 1}[1] via P2P/CUMEM/read")
+    lines.insert(20, "Traceback (most recent call last):")
+    lines.insert(21, '  File "train.py", line 3, in <module>')
+    lines += [
+        f"{pre}ncclCommSplit comm 0x55d0a0 rank 1 nranks 4 cudaDev 0 nvmlDev 0 busId 2a000 "
+        "parent 0x55c0b0 splitCount 1 color 1 key 5 - Init COMPLETE",
+    ]
+    bad = (pre + "Channel 00/0 : 5[0] -> 6[1] via P2P/").encode() + b"\xff"  # invalid UTF-8
+    data = "\n".join(lines).encode() + b"\n" + bad + b"\n"
+    (tmp_path / "rank0.log").write_bytes(data)
+    cat = builtin_catalog()
+    with_lane = _read(tmp_path, cat)
+    monkeypatch.setattr(LineMatcher, "lane", lambda _self, _start: None)
+    assert _read(tmp_path, cat) == with_lane
+    counted = {row[3]: 0 for row in with_lane}
+    for row in with_lane:
+        counted[row[3]] += row[5]  # type: ignore[operator]
+    assert counted["nccl.ctx.comm_init"] == 36
+    assert counted["nccl.ctx.channel"] == 13
+    # the split communicator's line is not joined with the NCCL line after it (no "wrap")
+    assert {dict(row[4]).get("nccl_host") for row in with_lane} == {"node001"}  # type: ignore[arg-type]
+
+
 @pytest.mark.slow
 def test_whole_message_match_equals_the_catalog() -> None:
     """``LineMatcher.match_text`` (the prefilter names the patterns to try) gives

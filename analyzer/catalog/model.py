@@ -190,7 +190,20 @@ class Pattern:
         if m is None or not m.partial:
             return None
         got = m.group()
-        return m if any(n in got for n in self.needles) else None
+        held = [n for n in self.needles if n in got]
+        if not held:
+            return None
+        # A needle that the pattern matches on its own, or what the line holds matching on its
+        # own: the pattern refused the line for what else it holds (a lookaround, an anchor),
+        # not because the line was cut.
+        whole = self.__dict__.get("_whole_needles")
+        if whole is None:
+            whole = self.__dict__["_whole_needles"] = frozenset(
+                n for n in self.needles if self.regex.search(n) is not None
+            )
+        if whole.intersection(held) or self.regex.search(got) is not None:
+            return None
+        return m
 
     def search(self, message: str) -> _Match[str] | None:
         """Search ``message``; a user pattern that runs out of time is disabled, not fatal."""

@@ -106,6 +106,8 @@ TAGS: dict[str, str] = {
     "prefix's level is E or F",
     "native-crash": "a candidate line of a native crash, abort or panic: a verdict inferred from "
     "it has category native_crash",
+    "mpi-process": "a line only a process of an MPI library prints (Open MPI's signal handler, "
+    "UCX): under srun, each task of such a job is one MPI rank (no launcher inside srun)",
     "port-in-use": "a store or socket could not bind its port (EADDRINUSE): with several srun "
     "tasks on one host, the launch advisories read it as several launchers per node",
 }

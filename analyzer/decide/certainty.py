@@ -14,6 +14,7 @@ CERTAINTY: dict[str | None, str] = {
     "traceback-below": "likely",
     "named-above": "likely",
     "culprit": "likely",
+    "own-traceback": "likely",
     "inferred": "likely",
 }
 """How sure a named rank is, by the rule that named it (a rank its own line carries is

@@ -178,6 +178,53 @@ def same_way_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
     return replace(out, evidence=p.same[1:3])
 
 
+def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Copies of the same root that name no rank (processes sharing one stream, each printing
+    the same error) while the launcher reports two ranks or more dead on their own (a
+    non-zero exit it did not cause): the ranks failed alike, and no rank is taken from a
+    line near one copy."""
+    e = p.event
+    if e is None or d.rank is not None or d.rule is not None:
+        return None
+    sig = signature(e)
+    copies = [r for r in job.roots if r.rank is None and signature(r) == sig]
+    if len(copies) < 2:
+        return None
+    dead = _dead_on_their_own(job)
+    if len(dead) < 2:
+        return None
+    return d.unnamed("same-way-unranked", copies=len(copies), ranks=len(dead))
+
+
+def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """The root's rank is known, but the launcher reports only other ranks dead on their own
+    (a non-zero exit it did not cause) and never this one: two ranks failed, and nothing
+    orders the error shown against the exit reported, so none is named."""
+    e = p.event
+    if e is None or d.rank is None or not _alone(p):
+        return None
+    dead = _dead_on_their_own(job)
+    if not dead or d.rank in dead:
+        return None
+    if any(r.rank == d.rank and (r.tagged("death") or r.tagged("childfailed-field"))
+           for r in job.rows):
+        return None  # the launcher reports this rank too (stopped by it, or its own record)
+    return d.unnamed("another-died", rank=d.rank, others=", ".join(map(str, sorted(dead))))
+
+
+def _dead_on_their_own(job: JobView) -> set[int]:
+    """Ranks the launcher reports dead with a non-zero exit code it did not cause itself (its
+    exit lines, the exit codes of a ChildFailedError table)."""
+    return {
+        r.rank
+        for r in job.rows
+        if (r.tagged("death") or r.tagged("childfailed-field"))
+        and r.rank is not None
+        and r.role_of("exit_code") not in (None, "0", *KILLED_BY_LAUNCHER)
+        and r.role_of("signal") not in KILLED_BY_LAUNCHER
+    }
+
+
 def _alone(p: Proposal) -> bool:
     """The proposed failure shows on fewer than two ranks."""
     return len(p.same) < 2
@@ -213,6 +260,8 @@ def from_line(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
         and r.rank is not None
         and (e.time is None or r.time is None or abs(r.time - e.time) <= NEAR_KIN)
     ]
+    if any(r.pattern_id == e.pattern_id and (r.file, r.line) != (e.file, e.line) for r in near):
+        return None  # another process's copy of the same failure: nothing singles one out
     if len({r.rank for r in near}) != 1:
         return None
     return d.taken_from(near[0], "from-line")
@@ -258,12 +307,22 @@ def named_above(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | No
     return d.taken_from(above[0], "named-above")
 
 
+def own_traceback(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A verdict made from a rank's traceback cut before its exception line (a paste that
+    ends inside it): the frames are that rank's own code raising, not a sign of another
+    rank's failure, so the rank is named (likely: the exception itself is not shown)."""
+    e = p.event
+    if e is None or d.rank is None or d.rule is not None or not e.tagged("uncatalogued"):
+        return None
+    return d.why("own-traceback", rank=d.rank)
+
+
 def victim(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A verdict made from a symptom does not name the symptom's rank (unless the line
     records that rank's own death): the rank is where the failure showed, not where it
     began."""
     e = p.event
-    if e is None or d.rank is None or e.tagged("death"):
+    if e is None or d.rank is None or d.rule is not None or e.tagged("death"):
         return None
     return d.unnamed("victim", rank=d.rank)
 
@@ -399,14 +458,17 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("still-working", frozenset({"hang", "end-after-symptoms"}), still_working),
     RankRule("same-way-first", _ROOT | _DEATHS, same_way_first),
     RankRule("same-way-together", _ROOT | _DEATHS, same_way_together),
+    RankRule("same-way-unranked", _ROOT, same_way_unranked),
     RankRule("peer-died-first", _ROOT, peer_died_first),
     RankRule("from-line", _ROOT, from_line),
     RankRule("traceback-below", _ROOT, traceback_below),
     RankRule("named-above", _ROOT, named_above),
+    RankRule("own-traceback", frozenset({"symptoms", "unknown"}), own_traceback),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
     RankRule("only-death", frozenset({"root", "unknown", "dead-worker"}), only_death),
     RankRule("srun-exit", _ROOT, srun_exit),
     RankRule("uniform", _ROOT, uniform),
+    RankRule("another-died", _ROOT, another_died),
     RankRule("paste-cut", _ROOT, paste_cut),
     RankRule("not-joined", frozenset({"stalled-start"}), not_joined),
     RankRule("only-rank", _FAILED, only_rank, job_level=True),

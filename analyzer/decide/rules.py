@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide.confidence import CONFIDENCE
@@ -101,12 +102,7 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
         return None
     end = min(job.ends, key=key)
     t_end = end.time
-    before = [
-        r
-        for r in job.symptoms
-        if info(r.category).before_end
-        and (t_end is None or (r.time is not None and r.time < t_end - SKEW))
-    ]
+    before = [r for r in job.symptoms if info(r.category).before_end and _before(r, end, t_end)]
     if not before:
         return None
     alternatives = (Proposal("slurm-end", end, CONFIDENCE["slurm-end"]),)
@@ -123,6 +119,17 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
         end=end,
         alternatives=alternatives,
     )
+
+
+def _before(r: Event, end: Event, t_end: datetime | None) -> bool:
+    """Whether symptom ``r`` came before SLURM's dated ``end`` (an undated end: every
+    symptom): by their times, or, for a symptom undated or within the clock-skew tolerance
+    of the end, by its place before the end in the one file that holds both."""
+    if t_end is None:
+        return True
+    if r.time is None or abs(r.time - t_end) <= SKEW:
+        return r.file == end.file and r.line < end.line
+    return r.time < t_end
 
 
 def slurm_end(job: JobView) -> Proposal | None:
@@ -179,12 +186,18 @@ def symptoms(job: JobView) -> Proposal | None:
 
 def unknown(job: JobView) -> Proposal | None:
     """Only symptoms of no evident class: the job failed and the cause is unknown; the
-    earliest symptom is shown as the evidence."""
+    earliest symptom is shown as the evidence. When a worker died of a signal that says why
+    (``SIGNAL_CATEGORY``: SIGABRT, SIGSEGV, SIGKILL …), the verdict takes that category."""
     if not job.symptoms:
         return None
-    return Proposal(
-        "unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category=Category.UNKNOWN
-    )
+    codes = [
+        _exit_code(r) or 0
+        for r in job.symptoms
+        if r.tagged("death") or r.tagged("death-record")
+    ]
+    signalled = [SIGNAL_CATEGORY[c] for c in codes if c in SIGNAL_CATEGORY]
+    category = signalled[0] if len(set(signalled)) == 1 else Category.UNKNOWN
+    return Proposal("unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category=category)
 
 
 def _exit_code(e: Event) -> int | None:

@@ -44,15 +44,27 @@ RANK_NOTES: dict[str, str] = {
     ),
     "same-way-first": "{who} failed the same way; rank {rank} was first",
     "same-way-together": "{who} failed the same way at the same time: no single rank to blame",
+    "same-way-unranked": (
+        "{copies} unlabelled copies of this error, and the launcher reports {ranks} ranks dead "
+        "on their own: the ranks failed alike, no single rank to blame"
+    ),
     "uniform": (
         "every rank raises this alike at start-up; the logs show it on rank {rank} only, which "
         "names no culprit"
+    ),
+    "another-died": (
+        "rank {rank} shows the error, but the launcher reports rank(s) {others} dead on their "
+        "own and not rank {rank}: nothing orders the two, no single rank to blame"
     ),
     "only-death": "the only worker the launcher reports dead ({file}:{line})",
     "srun-exit": "node from srun's exit of task {task} ({file}:{line})",
     "srun-exits-many": (
         "the line carries no node label, and {tasks} srun tasks exited on their own: no node is "
         "named"
+    ),
+    "own-traceback": (
+        "rank {rank}'s own traceback, cut before its exception line: the only rank whose "
+        "failure the logs show"
     ),
     "victim": "rank {rank} only showed a symptom; no rank is named",
     "only-rank": "the job ran a single process: rank 0",

@@ -26,7 +26,6 @@ subgroup) and stays in the message. A Ray actor prefix names a process and a hos
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -218,23 +217,6 @@ def _syslog_stamp(m: regex.Match[str]) -> Stamp | None:
     return Stamp(None, month, day, int(m["h"]), int(m["mi"]), int(m["s"]), micro)
 
 
-_QUOTE_LINE = re.compile(rb"\n>")
-"""A line that starts with a quote (``re``'s literal search: twice as fast as ``in`` on a
-log's 64 KiB head, where every newline is a first-byte hit)."""
-
-
-def quoted_paste(data: bytes) -> bool:
-    """Whether a file's first block reads as a log pasted inside a markdown quote: of its
-    first 200 non-empty lines, 80 % (and at least one) start with ``>``. Megatron's own ``> ``
-    lines are a minority of any real log's lines."""
-    if data[:1] != b">" and _QUOTE_LINE.search(data, 0, 64 << 10) is None:
-        return False  # most files: no line starts with a quote
-    head = data[: 64 << 10]
-    lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
-    quoted = sum(1 for ln in lines if ln[:1] == b">")
-    return quoted >= 1 and quoted >= 0.8 * len(lines)
-
-
 def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     """Peel the prefixes off ``line``; never raises, unknown prefixes stay in the message.
     ``quoted``: the line is from a quoted paste (``quoted_paste``), so a leading ``> `` is
@@ -285,6 +267,27 @@ character needs a space, a ``/`` or a date where it has ``:`` and digits (srun's
 ``: ``, a launcher tag's ``/N ``, a logger's ``LEVEL:torch``, a time's ``T``/space after the
 date), and ``_HOSTED``'s ``host [stderr] `` a space right after the host (tested on every
 bundled and wild line by ``tests/test_reader_fastpaths.py``)."""
+
+
+_NCCL_OWN = regex.compile(NCCL_PROC)
+"""``_NCCL_HEAD`` for what the line is rather than for ``split_prefixes``'s shortcut (which
+``tests/test_reader_fastpaths.py`` switches off to compare it with the long way)."""
+
+
+def nccl_own(line: str) -> bool:
+    """Whether ``line`` starts with NCCL's own ``host:pid:tid [dev] ``: a line NCCL printed
+    itself, never the rest of another line."""
+    return _NCCL_OWN.match(line) is not None
+
+
+def bare(line: str) -> bool:
+    """Whether ``split_prefixes`` peels nothing off ``line`` and returns it whole as its
+    message, for one of its two shortcuts: an indent that leads to no prefix (Megatron's
+    `` [time] iteration …``) or NCCL's own ``host:pid:tid [dev] ``."""
+    first = line[:1]
+    return (first == " " and _bare_indent(line)) or (
+        first in _PDSH_FIRST and _NCCL_HEAD.match(line) is not None
+    )
 
 
 def _bare_indent(line: str) -> bool:
@@ -454,6 +457,9 @@ def _torch(line: str, pos: int, rank: int | None) -> tuple[int, int | None, int 
         if m:
             rank = int(m[1])
             pos = m.end()
+            again = _RANK.match(line, pos)  # nested redirects print it twice: [rank0]:[rank0]:
+            if again and again[1] == m[1]:
+                pos = again.end()
             c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
         m = _LIGHTNING.match(line, pos)

@@ -15,15 +15,17 @@ pattern (``bound.py``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import regex
 
 from analyzer.catalog.model import GENERIC_EXCEPTION_TAG, Pattern, PatternMatch
-from analyzer.lines.prefixes import Prefixed
+from analyzer.lines.prefixes import Prefixed, bare, nccl_own, split_prefixes
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import nccl_writer
 from analyzer.read.discover import LogFile
 from analyzer.read.fold import Item, RepeatBound
-from analyzer.read.match import WINDOW_BYTES, LineMatcher
+from analyzer.read.match import CACHE_MAX_LINE, WINDOW_BYTES, LineMatcher
 from analyzer.read.records import RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
 from analyzer.read.wrap import continues, unwrap
@@ -38,6 +40,7 @@ _CHAIN = ("During handling", "The above exception")
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 Writer = tuple[int | None, int | None, int | None, str | None, int | None]
+_NO_WRITER: Writer = (None, None, None, None, None)
 _Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
 """(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
 
@@ -118,6 +121,9 @@ class EventBuilder:
         self.matcher = matcher
         self.clock = clock
         self.bound = RepeatBound(self._build)
+        self.lanes: dict[tuple[str, tuple[str | None, ...]], Any] = {}
+        """Groups of ``RepeatBound`` of the ``need = "first"`` lines read by ``_lane``, by
+        pattern and groups: a later line with the same groups only adds to the count."""
         self.open: dict[Writer, _Traceback] = {}
         """Open tracebacks by writer, oldest first."""
         self.started = False
@@ -194,6 +200,9 @@ class EventBuilder:
         e = data.find(b"\n", s)
         if e < 0:
             e = len(data)
+        lane = self.matcher.lane(s)
+        if lane is not None and e - s <= CACHE_MAX_LINE and self._lane(lane, blk, s, e):
+            return e + 1
         raw = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + WINDOW_BYTES]
         text, pre = self.matcher.line(raw)
         msg = pre.message
@@ -223,6 +232,45 @@ class EventBuilder:
             )
         return e + 1
 
+    def _lane(self, p: Pattern, blk: Block, s: int, e: int) -> bool:
+        """Read the candidate line ``data[s:e]`` the short way when the whole path would
+        read it one known way; False (nothing done) otherwise.
+
+        The line holds one needle, of one pattern ``p`` (``LineMatcher.lane``). When it is
+        printable ASCII (``clean_line`` leaves it as it is; its needles are the text's),
+        ``split_prefixes`` peels nothing off it (``prefixes.bare``: no writer, the line is
+        its message), it starts no traceback and ``p`` matches it, the whole path would ask
+        ``p`` alone and offer its match under no writer: that is done here without the
+        line's cache, prefixes and lookup. A line of a pattern that needs only its first
+        line per set of captures (NCCL's claims) is then counted by its groups alone
+        (``lanes``). Any other line (no match: maybe a wrapped or cut message) takes the
+        whole path."""
+        raw = blk.data[s:e]
+        if not raw.isascii():
+            return False
+        text = raw.decode("ascii")
+        if not text.isprintable() or not bare(text) or text.lstrip().startswith(_STARTS):
+            return False
+        rx = p.regex
+        m = rx.match(text) or rx.search(text)  # the leftmost match, as the whole path's search
+        if m is None:
+            return False
+        key = None
+        if p.need == "first":
+            key = (p.id, m.groups())
+            g = self.lanes.get(key)
+            if g is not None:
+                self.bound.repeat(g)
+                return True
+        fields = p.fields(m)
+        line_no = blk.line_at(s)
+        g = self.bound.offer(
+            _NO_WRITER, p, fields, line_no, blk.offset + s, (p, fields, text, None, line_no, blk, s)
+        )
+        if key is not None:
+            self.lanes[key] = g
+        return True
+
     def _wrapped(
         self, data: bytes, e: int, pre: Prefixed, msg: str
     ) -> tuple[Pattern, dict[str, str]] | None:
@@ -231,9 +279,9 @@ class EventBuilder:
         raw = data[e + 1 : n if n >= 0 else min(len(data), e + 1 + WINDOW_BYTES)]
         if not raw.strip() or len(raw) > WINDOW_BYTES:
             return None
-        _text, nxt = self.matcher.line(raw)
-        if not continues(writer(pre), writer(nxt)):
-            return None
+        text, nxt = self.matcher.line(raw)
+        if not continues(writer(pre), writer(nxt)) or nccl_own(text):
+            return None  # another writer's line, or a line NCCL printed itself (never a rest)
         got = unwrap(msg, nxt, self._match_whole)
         return None if got is None or got[0].role == "candidate" else got
 
@@ -357,9 +405,11 @@ class EventBuilder:
 
     # -- events ---------------------------------------------------------------------------
     def _build(
-        self, args: tuple[Pattern, dict[str, str], str, Prefixed, int, Block, int]
+        self, args: tuple[Pattern, dict[str, str], str, Prefixed | None, int, Block, int]
     ) -> RawEvent:
         p, fields, text, pre, line_no, blk, s = args
+        if pre is None:  # a line read by ``_lane``: no prefixes (``split_prefixes`` says so)
+            pre = split_prefixes(text)
         st, inh = self.clock.stamp_of(pre.message, pre.stamp, blk, s)
         # The captures may be shared with the matcher's cache: the event gets its own copy.
         pm = PatternMatch(p, dict(fields))

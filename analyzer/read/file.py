@@ -24,7 +24,6 @@ import zlib
 from collections.abc import Iterable
 
 from analyzer.catalog.model import Catalog, Pattern
-from analyzer.lines.prefixes import quoted_paste
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.builder import EXC_LINE, TRACEBACK_MAX_LINES, TRACEBACK_START, EventBuilder
 from analyzer.read.discover import LogFile
@@ -98,13 +97,14 @@ class FileScanner:
 
         matcher = self.matcher
         matcher.quoted = False
+        matcher.pasted = ""
 
         wrap: list[int | None] = [None]
 
         def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
                 if blk.offset == 0:
-                    matcher.quoted = quoted_paste(blk.data)
+                    matcher.read_head(blk.data)
                     wrap[0] = hard_wrap_width(blk.data)
                 if wrap[0]:
                     blk.data = unwrap_block(blk.data, wrap[0])

@@ -147,9 +147,11 @@ class RepeatBound:
         line: int,
         offset: int,
         args: Any,
-    ) -> None:
+    ) -> _Group | None:
         """``add(key(writer, pattern, pattern.role, fields), Item(line, offset, fields,
-        args))``: one matched line, in one call (the reader's hot path)."""
+        args))``: one matched line, in one call (the reader's hot path). Returns the group of
+        a pattern that needs only its first line (its later lines may be counted straight
+        into it: :meth:`repeat`), else None."""
         kind = self._kinds.get(pattern.id) or self._kind(pattern)
         names, context, keep, first = kind
         role = pattern.role
@@ -158,9 +160,9 @@ class RepeatBound:
             g = self._groups.get(key)
             if g is not None:
                 g.n += 1  # counted into the first line's repeats by ``events``
-                return
+                return g
             self.add(key, Item(line, offset, fields, args), False, 1)
-            return
+            return self._groups[key]
         if names:
             key = (writer, pattern.id, role, *[fields.get(n) for n in names])
         else:
@@ -169,10 +171,17 @@ class RepeatBound:
         g = self._groups.get(key)
         if g is None or len(g.first) < g.keep:
             self.add(key, item, context, keep)
-            return
+            return None
         # past the group's first lines, straight to its tail (most matched lines of a
         # hit-dense log): no second lookup of the group
         self._to_tail(g, item, context)
+        return None
+
+    @staticmethod
+    def repeat(group: _Group) -> None:
+        """One more line of a ``first``-only group (what :meth:`offer` does with a line whose
+        group exists)."""
+        group.n += 1
 
     def add(
         self, key: Hashable, item: Item, context: bool = False, keep: int | None = None

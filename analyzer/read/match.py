@@ -22,6 +22,7 @@ from analyzer.catalog.model import (
     PatternMatch,
     match_priority,
 )
+from analyzer.lines.pastes import may_be_pasted, pasted_prefix, quoted_paste
 from analyzer.lines.prefixes import Prefixed, split_prefixes
 from analyzer.read.prefilter import Prefilter
 from analyzer.util.sanitize import clean_line, decode
@@ -37,6 +38,8 @@ whose lines all differ: each rank's iteration line): it is bypassed for the next
 CACHE_REST = 4 * CACHE_LINES
 WINDOW_BYTES = 8192
 """The part of a giant line that is decoded and matched."""
+PASTE_HEAD = 4 << 10
+"""How much of a file's first block the cheap test for a pasted prefix looks at."""
 
 
 class LineMatcher:
@@ -55,6 +58,18 @@ class LineMatcher:
         self._tb_idx = [i for i, p in enumerate(catalog.patterns) if TRACEBACK_TAG in p.tags]
         """The traceback's pattern, which has no needle in the prefilter (never matched line
         by line) but is one of the patterns with a needle in a message."""
+        self._lanes: dict[int, Pattern] = {}
+        """Needle index -> the one pattern owning it, where a line holding only that needle
+        may take the event builder's lane (``EventBuilder._lane``): a built-in context pattern
+        (the lines that repeat and fold: progress, NCCL's claims, facts; a failure's line is
+        kept as an event anyway and gains nothing) that is no catch-all."""
+        for nid, owners in enumerate(catalog.needle_patterns):
+            if len(owners) == 1:
+                p = catalog.patterns[owners[0]]
+                if not p.user and p.role == "context" and not (
+                    p.tags & {GENERIC_EXCEPTION_TAG, "fallback", TRACEBACK_TAG}
+                ):
+                    self._lanes[nid] = p
         self._user = [p for p in catalog.patterns if p.user]
         """The patterns a timeout can switch off (read after every file: not all 300)."""
         self._starts: set[int] = set()
@@ -64,7 +79,11 @@ class LineMatcher:
         self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
         """The answer for recently seen messages (captures shared: copied when handed on)."""
         self.quoted = False
-        """The current file is a quoted paste (``prefixes.quoted_paste``): every line's
+        self.pasted = ""
+        """What every line of the current file carries that is no part of the log
+        (``pastes.pasted_prefix``: a paste's margin, a wrapper's tag): dropped from every
+        line that starts with it (the caches, keyed by the raw line, are not used)."""
+        """The current file is a quoted paste (``pastes.quoted_paste``): every line's
         leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
         self._line_hits = self._match_hits = 0
         """Hits since each cache was last cleared."""
@@ -115,14 +134,48 @@ class LineMatcher:
         """Whether the line at ``start`` of the current block contains a needle."""
         return start in self._starts
 
+    def read_head(self, data: bytes) -> None:
+        """Set ``quoted`` and ``pasted`` for a file from its first block."""
+        self.quoted = quoted_paste(data)
+        self.pasted = ""
+        head = data[:PASTE_HEAD]
+        e = head.find(b"\n")
+        first = head if e < 0 else head[:e]
+        if first.strip():
+            msg = self._message(first) if b"    " in first else ""
+            if not may_be_pasted(msg, head, head.count(b"\n") + 1):
+                return  # most files: one look at the first line and one C search of the head
+        lines = [ln for ln in data[: 64 << 10].split(b"\n", 400) if ln.strip()][:200]
+        self.pasted = pasted_prefix([self._message(ln) for ln in lines])
+
+    def _message(self, raw: bytes) -> str:
+        return split_prefixes(clean_line(decode(raw)), self.quoted).message
+
+    def lane(self, start: int) -> Pattern | None:
+        """The pattern that alone owns the one needle on the line at ``start`` of the
+        current block, where that line may take the builder's lane (``EventBuilder._lane``)."""
+        per_line = self._line_needles
+        if per_line is None or self.quoted or self.pasted:
+            return None
+        found = per_line.get(start)
+        return self._lanes.get(found) if type(found) is int else None
+
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
         quoted = self.quoted
-        if quoted or self._line_rest:
-            if not quoted:
+        pasted = self.pasted
+        if quoted or pasted or self._line_rest:
+            if not (quoted or pasted):
                 self._line_rest -= 1
             text = clean_line(decode(raw))
-            return text, split_prefixes(text, quoted)
+            pre = split_prefixes(text, quoted)
+            msg = pre.message
+            if pasted and msg.startswith(pasted) and text.endswith(msg):
+                # the paste's margin or the wrapper's tag sits between the outer prefixes
+                # (a collector's, srun's) and the log's own line: drop it and peel again
+                text = text[: len(text) - len(msg)] + msg[len(pasted) :]
+                pre = split_prefixes(text, quoted)
+            return text, pre
         got = self._lines.get(raw)
         if got is not None:
             self._line_hits += 1

@@ -20,6 +20,7 @@ import regex
 
 from analyzer.catalog.model import Pattern
 from analyzer.lines.prefixes import NCCL_PROC, Prefixed, split_prefixes
+from analyzer.util.sanitize import clean_line
 
 Lookup = Callable[[str], "tuple[Pattern, dict[str, str]] | None"]
 MIN_WRAPPED = 40
@@ -91,7 +92,7 @@ def _continuation(line: bytes, prev: bytes) -> bool:
     lines starts like it; the rest of a wrapped message does not)."""
     if not line.strip() or line[:_SAME_START] == prev[:_SAME_START] or _RECORD.match(line):
         return False
-    text = line[:200].decode("utf-8", "replace")
+    text = clean_line(line[:200].decode("utf-8", "replace"))  # a colour code hides no prefix
     return split_prefixes(text).message == text
 
 

@@ -229,12 +229,8 @@ def _place(
     """The event's attribution: its ChildFailedError record first, then the job's shape
     (one node: local rank is global; node index × processes per node + local rank)."""
     geo = ctx.geo
-    node_index = ev.task
     host = ctx.roles.get(ev, "host") or ev.nccl_host or ev.prefix_host or sc.file.node_hint
-    if geo.task_is_rank and ev.task is not None:
-        rank = ev.task if rank is None else rank
-        host = host or geo.task_hosts.get(ev.task)
-        node_index = None
+    rank, node_index, host, from_task = _by_task(geo, ev, rank, host)
     block = ctx.blocks.get(id(ev))
     if block is not None:
         rank, local_rank = block.rank, block.local_rank
@@ -242,6 +238,8 @@ def _place(
     assumed = rank is None and local_rank is not None and geo.one_node and block is None
     if assumed:
         rank = local_rank
+    elif from_task and block is None:
+        assumed = geo.task_rank_assumed  # the task id taken as the rank from the shape alone
     rank, local_rank, node_index = _by_shape(geo, rank, local_rank, node_index, block)
     if host is None and node_index is not None:
         host = geo.task_hosts.get(node_index)
@@ -250,6 +248,18 @@ def _place(
     if a is None:
         a = ctx.alike[key] = Attribution(*key[:5], None, assumed)
     return a
+
+
+def _by_task(
+    geo: Geometry, ev: RawEvent, rank: int | None, host: str | None
+) -> tuple[int | None, int | None, str | None, bool]:
+    """(rank, node index, host, whether the rank is the srun task id) of an event: the task
+    id is the node index, or the rank when each srun task is a rank (``task_is_rank``)."""
+    if not geo.task_is_rank or ev.task is None:
+        return rank, ev.task, host, False
+    if rank is not None:
+        return rank, None, host or geo.task_hosts.get(ev.task), False
+    return ev.task, None, host or geo.task_hosts.get(ev.task), True
 
 
 def _by_shape(

@@ -38,6 +38,9 @@ class Geometry:
     evidence: list[str] = field(default_factory=list)
     task_is_rank: bool = False
     """One srun task per GPU (no torchrun): an srun task id is the global rank, not a node."""
+    task_rank_assumed: bool = False
+    """``task_is_rank`` read from the job's shape alone (two tasks on one host, no launcher
+    inside srun), not from lines that show task = rank: a rank taken so is *assumed*."""
     distinct_hosts: bool = True
     """Host names tell nodes apart (one host per node index, no host on two indices)."""
     one_node: bool = False
@@ -182,6 +185,17 @@ def resolve_geometry(scans: list[FileScan], failures: list[ChildFailure], roles:
     if _one_task_per_rank(scans, ext.votes):
         g.task_is_rank = True
         g.evidence.append("srun task ids are global ranks (one srun task per GPU, no torchrun)")
+    elif (
+        len(ext.tasks) >= 2
+        and not ext.votes
+        and "nproc_per_node" not in ext.declared
+        and _mpi_tasks(scans, failures, roles)
+    ):
+        g.task_is_rank = g.task_rank_assumed = True
+        g.evidence.append(
+            "srun task ids taken as global ranks: an MPI job (Open MPI or UCX lines) and no line "
+            "shows a launcher inside srun (no local rank, no rank label)"
+        )
     else:
         _nodes_and_processes(g, ext)
         _single(g, _seen(scans, failures, roles))
@@ -288,6 +302,30 @@ def _one_node(seen: _Seen, g: Geometry) -> bool:
     if g.world_size and seen.locals and g.world_size <= max(seen.locals):
         return False
     return bool(seen.locals)
+
+
+def _mpi_tasks(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> bool:
+    """An MPI job launched by srun itself (the caller has seen two srun tasks or more): lines
+    only an MPI process prints (tag ``mpi-process``) and none of a launcher inside srun, so
+    each srun task is one MPI rank (one task holding every line is mpirun inside srun)."""
+    if _launcher_inside(scans, failures, roles):
+        return False  # first: in a torchrun job the first ranked line says so
+    return any("mpi-process" in roles.tags(ev) for sc in scans for ev in sc.events)
+
+
+def _launcher_inside(scans: list[FileScan], failures: list[ChildFailure], roles: Roles) -> bool:
+    """Any sign in the lines of a launcher that starts workers inside an srun task (torchrun,
+    DeepSpeed, accelerate): a local rank, a ``[rankN]``/``[defaultN]`` label, a
+    ChildFailedError record. (Its arguments, ``--nproc-per-node``, are the caller's test.)"""
+    if failures:
+        return True
+    for sc in scans:
+        for ev in sc.events:
+            if ev.rank is not None or ev.local_rank is not None:
+                return True
+            if roles.int(ev, "local_rank") is not None or roles.int(ev, "global_rank") is not None:
+                return True
+    return False
 
 
 def _one_task_per_rank(scans: list[FileScan], votes: Counter[int]) -> bool:

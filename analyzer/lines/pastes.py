@@ -1,0 +1,80 @@
+"""Whole-file signs that a log was pasted or relayed: what every line carries that is no
+part of the log.
+
+Read once per file from its first block (``read/file.py``, ``LineMatcher.read_head``), then
+applied line by line by the matcher (``LineMatcher.line``): a markdown quote (``quoted_paste``:
+the ``> `` is dropped by ``split_prefixes``), a markdown code block's margin or a wrapper's tag
+(``pasted_prefix``: dropped from the message, inside any collector's or launcher's prefix).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import regex
+
+_QUOTE_LINE = re.compile(rb"\n>")
+"""A line that starts with a quote (``re``'s literal search: twice as fast as ``in`` on a
+log's 64 KiB head, where every newline is a first-byte hit)."""
+
+
+def quoted_paste(data: bytes) -> bool:
+    """Whether a file's first block reads as a log pasted inside a markdown quote: of its
+    first 200 non-empty lines, 80 % (and at least one) start with ``>``. Megatron's own ``> ``
+    lines are a minority of any real log's lines."""
+    if data[:1] != b">" and _QUOTE_LINE.search(data, 0, 64 << 10) is None:
+        return False  # most files: no line starts with a quote
+    head = data[: 64 << 10]
+    lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
+    quoted = sum(1 for ln in lines if ln[:1] == b">")
+    return quoted >= 1 and quoted >= 0.8 * len(lines)
+
+
+MIN_MARGIN = 4
+"""The narrowest margin read as an indented paste (a markdown code block indents by four)."""
+_WRAPPER_TAG = regex.compile(r"\[[A-Za-z][A-Za-z0-9_.-]{0,30}\] ")
+"""A wrapper's tag in front of a line it relays (``[TRAINING] ``: a supervisor script that
+runs torchrun and labels its output)."""
+_LEVEL_WORDS = frozenset(
+    ["INFO", "WARN", "WARNING", "ERROR", "DEBUG", "CRITICAL", "FATAL", "TRACE", "NOTICE"]
+)
+"""Bracketed words that are a logger's level, not a wrapper's tag."""
+
+
+_TAG_BYTES = re.compile(rb"\[[A-Za-z][A-Za-z0-9_.-]{0,30}\] ")
+
+
+def may_be_pasted(first_message: str, head: bytes, lines: int) -> bool:
+    """Whether a file's head could carry a pasted prefix, the cheap test before
+    ``pasted_prefix`` peels its lines: the first line's message starts with a margin (every
+    message of an indented paste does), or ``[NAME] `` occurs about as often as there are
+    lines, blank ones included (one C search of the head; most logs have far fewer). A loose
+    test: ``pasted_prefix`` decides."""
+    if first_message.startswith(" " * MIN_MARGIN):
+        return True
+    return len(_TAG_BYTES.findall(head)) >= 0.5 * lines
+
+
+def pasted_prefix(messages: Sequence[str]) -> str:
+    """What the messages of a file's first lines (launcher and collector prefixes peeled)
+    say every line carries that is no part of the log: the margin of a log pasted indented
+    as a whole (a markdown code block: at least ``MIN_MARGIN`` spaces in front of every
+    message), or the tag a wrapper puts in front of the lines it relays (the same ``[NAME] ``
+    on 80 % of them, not a logger's level). Empty when there is none. A log's own indented
+    lines (traceback frames, Megatron's `` [time] iteration …``) sit among lines that start at
+    the first column, and a logger's bracketed levels differ from line to line."""
+    msgs = [m for m in messages if m.strip()]
+    if len(msgs) < 2:
+        return ""
+    margin = min(len(m) - len(m.lstrip(" ")) for m in msgs)
+    if margin >= MIN_MARGIN:
+        return " " * margin
+    tags = Counter(t[0] for m in msgs if (t := _WRAPPER_TAG.match(m)))
+    if not tags:
+        return ""
+    tag, n = tags.most_common(1)[0]
+    if n < 0.8 * len(msgs) or tag[1:-2].upper() in _LEVEL_WORDS:
+        return ""
+    return tag
