@@ -34,7 +34,8 @@ def quoted_paste(data: bytes) -> bool:
 
 MIN_MARGIN = 4
 """The narrowest margin read as an indented paste (a markdown code block indents by four)."""
-_WRAPPER_TAG = regex.compile(r"\[[A-Za-z][A-Za-z0-9_.-]{0,30}\] ")
+_TAG = r"\[[A-Za-z][A-Za-z0-9_.-]{0,30}\] "
+_WRAPPER_TAG = regex.compile(_TAG)
 """A wrapper's tag in front of a line it relays (``[TRAINING] ``: a supervisor script that
 runs torchrun and labels its output)."""
 _LEVEL_WORDS = frozenset(
@@ -43,7 +44,8 @@ _LEVEL_WORDS = frozenset(
 """Bracketed words that are a logger's level, not a wrapper's tag."""
 
 
-_TAG_BYTES = re.compile(rb"\[[A-Za-z][A-Za-z0-9_.-]{0,30}\] ")
+_TAG_BYTES = re.compile(_TAG.encode())
+"""``_WRAPPER_TAG`` on bytes (ASCII only), for the cheap test of a file's raw head."""
 
 
 def may_be_pasted(first_message: str, head: bytes, lines: int) -> bool:
