@@ -74,8 +74,8 @@ def proposed(*rows: Event, world: int | None = None) -> Proposal:
 
 def test_registries_are_worded_and_documented() -> None:
     assert [r.id for r in VERDICT_RULES] == [
-        "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
-        "unknown", "dead-worker", "stalled-start", "none",
+        "root", "end-after-symptoms", "slurm-end", "death-record", "cut-traceback", "hang",
+        "symptoms", "unknown", "dead-worker", "stalled-start", "none",
     ]
     for r in VERDICT_RULES:
         assert r.id in wording.RULES and r.doc, r.id
@@ -391,6 +391,32 @@ def test_own_traceback_names_the_rank_of_a_cut_traceback() -> None:
     assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (1, "own-traceback", "likely")
     waited = ev("nccl_error", "symptom", rank=1)
     assert (ranked(waited).rank, ranked(waited).rule) == (None, "victim")
+
+
+def test_cut_traceback_one_ranks_own_traceback_before_the_others_timeouts() -> None:
+    """Rank 0's traceback is cut before its exception line, rank 1 times out waiting for it:
+    the verdict is rank 0's uncaught exception (what its frames say), rank 0 likely."""
+    tb = ev("checkpoint", "symptom", rank=0, seconds=None, pattern="python.traceback",
+            tags=("uncatalogued",), traceback='  File "train.py", line 3, in save')
+    timeout = ev("collective_timeout", "symptom", rank=1, seconds=5, line=2)
+    p = proposed(tb, timeout)
+    assert (p.rule, p.event, p.category) == ("cut-traceback", tb, None)
+    d = ranked(tb, timeout)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (0, "own-traceback", "likely")
+
+
+@pytest.mark.parametrize(
+    "traceback",
+    ['  File "torch/distributed/distributed_c10d.py", line 9, in all_reduce', None],
+)
+def test_cut_traceback_not_through_a_collective_nor_of_two_ranks(traceback: str | None) -> None:
+    """A cut traceback through a torch.distributed call may end in a timeout; cut tracebacks
+    of two ranks single out neither: both are left to the later rules."""
+    tb = ev("python_exception", "symptom", rank=0, seconds=None, pattern="python.traceback",
+            tags=("uncatalogued",), traceback=traceback or '  File "a.py", line 1, in f')
+    rows = [tb] if traceback else [tb, replace(tb, rank=1, line=2)]
+    timeout = ev("collective_timeout", "symptom", rank=2, seconds=5, line=3)
+    assert proposed(*rows, timeout).rule == "hang"
 
 
 def test_unknown_takes_the_category_of_a_signal_death() -> None:

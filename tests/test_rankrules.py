@@ -213,3 +213,21 @@ def test_a_job_that_went_on_after_start_up_is_not_stalled(tmp_path: Path) -> Non
     assert (d.status, d.verdict.rule) == ("ok", "none")
     d = _analyze(tmp_path, [*banner, *LIGHTNING_INIT]).diagnosis  # before it: still stalled
     assert d.verdict.rule == "stalled-start"
+
+
+FATAL_ABORT = [  # tests/wild/g-swift-fatal-none-dealloc-exit6-local3 (torchrun, one node)
+    "Fatal Python error: none_dealloc: deallocating None",
+    "Python runtime state: initialized",
+    "W0526 03:33:34.518000 115160 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] Sending process 115225 closing signal SIGTERM",  # noqa: E501
+    "W0526 03:33:34.521000 115160 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] Sending process 115226 closing signal SIGTERM",  # noqa: E501
+    "W0526 03:33:34.523000 115160 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] Sending process 115227 closing signal SIGTERM",  # noqa: E501
+    "E0526 03:33:41.170000 115160 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 3 (pid: 115228) of binary: /root/miniforge3/envs/swift/bin/python",  # noqa: E501
+]
+
+
+def test_an_abort_the_launcher_reports_is_a_workers_own_death(tmp_path: Path) -> None:
+    """The agent SIGTERMed three workers and reports the fourth aborted (exit -6): that worker
+    died on its own, so the unlabelled fatal error is its line (one node: rank 3 assumed)."""
+    v = _analyze(tmp_path, FATAL_ABORT).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule, v.rank_certainty) == (
+        "native_crash", 3, "only-death", "assumed")

@@ -78,3 +78,31 @@ def test_a_default_groups_rank_inside_another_patterns_line(tmp_path: Path) -> N
     )
     rows = analyze(write_job(tmp_path / "job", {"a.log": line})).rows
     assert [(r.category, r.rank) for r in rows if r.role == "root"] == [("cuda_error", 2)]
+
+
+# tests/wild/f-megatron-exit6-pure-virtual-after-validation: two ranks on one node, then the
+# torchrun agent reports the one worker that aborted (verbatim lines).
+TEARDOWN_ABORT = [
+    "[rank0]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())",  # noqa: E501
+    "[rank1]:[W1019 08:16:22.418489772 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())",  # noqa: E501
+    "pure virtual method called",
+    "terminate called without an active exception",
+    "E1019 08:21:39.599000 3036 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -6) local_rank: 0 (pid: 3042) of binary: /usr/bin/python",  # noqa: E501
+]
+
+
+def test_a_death_records_local_rank_does_not_bound_the_global_ranks(tmp_path: Path) -> None:
+    """The agent's exit line names only the worker that died (local rank 0); global rank 1
+    beyond it is the node's other worker, not a sign of a second node."""
+    a = analyze(write_job(tmp_path / "job", {"slurm-1.out": "\n".join(TEARDOWN_ABORT) + "\n"}))
+    assert a.attributed.geometry.one_node
+    v = a.diagnosis.verdict
+    assert (v.category, v.rank, v.rank_certainty) == ("native_crash", 0, "assumed")
+
+
+def test_a_later_nodes_global_ranks_still_say_a_second_node(tmp_path: Path) -> None:
+    """The same lines from ranks 8 and 9: local rank 0 is not global rank 0 there."""
+    later = [x.replace("[rank0]", "[rank8]").replace("[rank1]", "[rank9]") for x in TEARDOWN_ABORT]
+    a = analyze(write_job(tmp_path / "job", {"slurm-1.out": "\n".join(later) + "\n"}))
+    assert not a.attributed.geometry.one_node
+    assert a.diagnosis.verdict.rank is None

@@ -162,7 +162,8 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "last_completed": ("int", "the last work sequence number a rank completed"),
     "fr_group": ("str", "set by the reader of Flight Recorder dumps, never a pattern: the "
                  "process group of a rank's state (the job's dumps were read)"),
-    "lagging_ranks": ("str", "the ranks a desync report names as lagging"),
+    "lagging_ranks": ("str", "the ranks PyTorch's own report names as the ones the others wait "
+                      "for (a desync report, monitored_barrier)"),
     "exc_type": ("str", "an exception's type (the reader sets it on a traceback too)"),
     "exc_msg": ("str", "an exception's message"),
     "frame": (None, "a traceback's innermost frame (set by the reader)"),

@@ -16,6 +16,7 @@ CONFIDENCE: dict[str, float] = {
     "slurm-end": 0.85,
     "end-after-symptoms": 0.6,
     "death-record": 0.6,
+    "cut-traceback": 0.4,
     "symptoms": 0.5,
     "unknown": 0.2,
     "stalled-start": 0.3,

@@ -447,8 +447,8 @@ _ROOT = frozenset({"root"})
 _DEATHS = frozenset({"death-record", "dead-worker"})
 _FAILED = frozenset(
     {
-        "root", "end-after-symptoms", "slurm-end", "death-record", "hang", "symptoms",
-        "unknown", "dead-worker",
+        "root", "end-after-symptoms", "slurm-end", "death-record", "cut-traceback", "hang",
+        "symptoms", "unknown", "dead-worker",
     }
 )
 
@@ -463,7 +463,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     RankRule("from-line", _ROOT, from_line),
     RankRule("traceback-below", _ROOT, traceback_below),
     RankRule("named-above", _ROOT, named_above),
-    RankRule("own-traceback", frozenset({"symptoms", "unknown"}), own_traceback),
+    RankRule("own-traceback", frozenset({"symptoms", "unknown", "cut-traceback"}), own_traceback),
     RankRule("victim", frozenset({"symptoms", "unknown"}), victim),
     RankRule("only-death", frozenset({"root", "unknown", "dead-worker"}), only_death),
     RankRule("srun-exit", _ROOT, srun_exit),

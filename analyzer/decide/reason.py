@@ -108,11 +108,15 @@ def _first_attempt(
 
 
 def _assumed(v: Verdict, rows: Sequence[Event]) -> bool:
-    """Whether the verdict's rank rests only on the single-node assumption (local rank N taken
-    as global rank N): every line of that rank was attributed so."""
+    """Whether the verdict's rank rests on the single-node assumption (local rank N taken as
+    global rank N): a line the verdict cites for that rank was attributed so (the agent's exit
+    line of local rank 0), or every line of that rank was."""
     if v.rank is None:
         return v.rank_assumed
     mine = [r for r in rows if r.rank == v.rank]
+    cited = {(e.file, e.line) for e in v.evidence}
+    if any(r.rank_assumed and (r.file, r.line) in cited for r in mine):
+        return True
     return bool(mine) and all(r.rank_assumed for r in mine)
 
 

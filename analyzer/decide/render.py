@@ -97,6 +97,10 @@ def _texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str, str]:
     elif p.rule == "unknown":
         title = wording.UNKNOWN_TITLE
         cause, fix = wording.unknown_cause(e.title or e.pattern_id), wording.UNKNOWN_FIX
+    elif p.rule == "cut-traceback":
+        under = title.partition(" raised ")[2] or None  # what its frames say, if anything
+        cause = wording.cut_traceback_cause(e.rank, e.cap("frame"), under)
+        fix = wording.CUT_TRACEBACK_FIX
     elif p.rule == "dead-worker":
         title = wording.dead_worker_title(e.role_of("exit_code"))
         cause = wording.dead_worker_cause(e.role_of("exit_code"), e.rank, len(p.same))

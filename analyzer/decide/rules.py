@@ -152,6 +152,30 @@ def death_record(job: JobView) -> Proposal | None:
     return Proposal("death-record", event, CONFIDENCE["death-record"], same=same)
 
 
+def cut_traceback(job: JobView) -> Proposal | None:
+    """No root line, but one rank's own traceback cut before its exception line (a paste that
+    ends inside it, ``cut_own_traceback``): that rank raised an uncaught Python exception whose
+    type the log lost, and the other ranks' timeouts and exits followed it. The verdict is that
+    exception (or what its frames say, e.g. a checkpoint failure), at low confidence. Cut
+    tracebacks of two ranks or more do not single one out: the rule does not apply."""
+    cut = [r for r in job.symptoms if cut_own_traceback(r)]
+    if len({r.rank for r in cut}) != 1:
+        return None
+    return Proposal("cut-traceback", earliest(cut), CONFIDENCE["cut-traceback"])
+
+
+def cut_own_traceback(e: Event) -> bool:
+    """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
+    ends inside it): that rank raised an uncaught Python exception whose type the log lost.
+    A traceback through a ``torch.distributed`` call is left alone: its exception may be a
+    collective's timeout or NCCL error."""
+    return (
+        e.tagged("uncatalogued")
+        and e.rank is not None
+        and not e.cap("exc_type")
+        and "distributed_c10d.py" not in (e.traceback or "")
+    )
+
 def hang(job: JobView) -> Proposal | None:
     """Only collective timeouts: a hang. The hang analysis names a culprit only from
     evidence (the Flight Recorder dumps, a desync report, a rank missing from the timeouts),
@@ -198,6 +222,7 @@ def unknown(job: JobView) -> Proposal | None:
     signalled = [SIGNAL_CATEGORY[c] for c in codes if c in SIGNAL_CATEGORY]
     category = signalled[0] if len(set(signalled)) == 1 else Category.UNKNOWN
     return Proposal("unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category=category)
+
 
 
 def _exit_code(e: Event) -> int | None:
@@ -303,6 +328,7 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule("end-after-symptoms", end_after_symptoms),
     VerdictRule("slurm-end", slurm_end),
     VerdictRule("death-record", death_record),
+    VerdictRule("cut-traceback", cut_traceback),
     VerdictRule("hang", hang),
     VerdictRule("symptoms", symptoms),
     VerdictRule("unknown", unknown),

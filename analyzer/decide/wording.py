@@ -22,6 +22,7 @@ RULES: dict[str, str] = {
     "end-after-symptoms": "symptoms before a SLURM end: the end only confirmed them",
     "slurm-end": "SLURM ended the job and nothing failed before",
     "death-record": "no root line: a worker's death record",
+    "cut-traceback": "no root line: one rank's own traceback, cut before its exception line",
     "hang": "only collective timeouts: a hang, with a culprit only from evidence",
     "symptoms": "only symptoms, most of them of one class",
     "unknown": "only symptoms of no class",
@@ -116,7 +117,10 @@ def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
 
 
 HANG_REASONS: dict[str, str] = {
-    "desync": "PyTorch's desync report names rank {rank} as lagging",
+    "desync": (
+        "PyTorch's own report (a desync report, monitored_barrier) names rank {rank} as the "
+        "one the others waited for"
+    ),
     "op-mismatch": (
         "collective mismatch at SeqNum {seq}: rank {rank} ran {op} while the others ran {others_op}"
     ),
@@ -251,6 +255,23 @@ def dead_worker_cause(code: str | None, rank: int | None, alike: int = 1) -> str
     name = _signal(code)
     sig = f" ({name})" if name else ""
     return f"The job failed: {who} exited with code {code}{sig}, and no line in its logs says why."
+
+
+CUT_TRACEBACK_FIX = (
+    "Find the end of that rank's traceback in its full log (the exception line says what was "
+    "raised), then fix the code or input that raised it."
+)
+
+
+def cut_traceback_cause(rank: int | None, frame: str | None, under: str | None) -> str:
+    """The cause of a failure known from a rank's traceback cut before its exception line
+    (``under``: what its frames say, e.g. ``while saving a checkpoint``)."""
+    who = f"Rank {rank}" if rank is not None else "A worker"
+    where = "".join(f" {x}" for x in (under, f"at {frame}" if frame else None) if x)
+    return (
+        f"{who} raised an uncaught exception{where}; the log is cut before its exception line, "
+        "so its type and message are missing."
+    )
 
 
 def unknown_cause(first_sign: str) -> str:

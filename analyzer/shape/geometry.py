@@ -228,6 +228,8 @@ class _Seen:
     hosts: set[str] = field(default_factory=set)
     """Host names (loopback names left out: torchrun's FQDN ``localhost`` names no node)."""
     locals: set[int] = field(default_factory=set)
+    listed: set[int] = field(default_factory=set)
+    """Local ranks seen outside a launcher's death records (which name only the dead)."""
     globals: set[int] = field(default_factory=set)
     killed: set[int] = field(default_factory=set)
     """Worker pids a launcher's teardown names (tag ``subprocess-kill``)."""
@@ -243,6 +245,8 @@ def _see(out: _Seen, ev: RawEvent, roles: Roles) -> None:
     r = ev.rank if ev.rank is not None else roles.int(ev, "global_rank")
     if lr is not None:
         out.locals.add(lr)
+        if "death-record" not in roles.tags(ev):
+            out.listed.add(lr)
     if r is not None:
         out.globals.add(r)
         out.mismatch = out.mismatch or (lr is not None and lr != r)
@@ -274,8 +278,20 @@ def _many_nodes(seen: _Seen, g: Geometry) -> bool:
         or seen.task
         or seen.mismatch
         or len(seen.hosts) > 1
-        or bool(seen.globals and seen.locals and max(seen.globals) > max(seen.locals))
+        or _beyond_locals(seen)
     )
+
+
+def _beyond_locals(seen: _Seen) -> bool:
+    """A global rank no local rank reaches. A launcher's death records name only the workers
+    that died, so when they are the only local ranks seen, the global ranks count only when
+    they do not start at 0 (a later node's ranks): a node's first worker is global rank 0 only
+    on the first node, where every local rank is its global rank."""
+    if not seen.globals or not seen.locals:
+        return False
+    if seen.listed:
+        return max(seen.globals) > max(seen.listed)
+    return max(seen.globals) > max(seen.locals) and min(seen.globals) > 0
 
 
 def _one_worker(seen: _Seen, g: Geometry) -> bool:
