@@ -184,14 +184,18 @@ class EventBuilder:
         return e + 1
 
     def _frame_below(self, blk: Block, e: int) -> bool:
-        """Whether the line after offset ``e`` is a traceback frame (the log then begins with
-        the source line of a frame whose ``File`` line was cut off)."""
+        """Whether the next line with text after offset ``e`` is a traceback frame (the log
+        then begins with the source line of a frame whose ``File`` line was cut off). Empty
+        lines are passed over: an unwrapped block keeps one where each joined piece was."""
         data = blk.data
-        if e >= len(data):
-            return False
-        nxt = blk.line_end(e + 1)
-        _text, pre = self.matcher.line(data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)])
-        return FRAME.match(pre.message) is not None
+        while e < len(data):
+            nxt = blk.line_end(e + 1)
+            raw = data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)]
+            if raw.strip():
+                _text, pre = self.matcher.line(raw)
+                return FRAME.match(pre.message) is not None
+            e = nxt
+        return False
 
     # -- lines ----------------------------------------------------------------------------
     def _candidate(self, blk: Block, s: int) -> int:

@@ -104,10 +104,11 @@ class FileScanner:
         def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
                 if blk.offset == 0:
-                    matcher.read_head(blk.data)
                     wrap[0] = hard_wrap_width(blk.data)
                 if wrap[0]:
                     blk.data = unwrap_block(blk.data, wrap[0])
+                if blk.offset == 0:  # a paste's margin or a wrapper's tag, on whole lines
+                    matcher.read_head(blk.data)
                 builder.block(blk, matcher.candidates(blk.data))
                 clock.end_block(blk)
 

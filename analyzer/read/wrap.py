@@ -4,9 +4,11 @@ A terminal copy or ``fold -w`` breaks a long message at its width (``Watchdog ca
 collective operation timeout: Wor`` then ``kNCCL(SeqNum=…``), often inside a pattern's needle.
 Two ways back to one line:
 
-- a whole file wrapped at one width (``hard_wrap_width``: no line longer, several distinct lines
-  exactly that long, most continued by a line with no prefix of its own) is unwrapped block by
-  block before it is searched (``unwrap_block``), keeping every offset and line number;
+- a whole file wrapped at one width (``hard_wrap_width``: no line longer, in bytes or, where
+  it has multi-byte characters, in characters; several distinct lines exactly that long, most
+  continued by a line with no prefix of its own, or a single one cut inside a word; a line of
+  spaces continues a padded line) is unwrapped block by block before it is searched
+  (``unwrap_block``), keeping every offset and line number;
 - elsewhere, a candidate line (one holding a needle) that no pattern matches is tried once more
   joined with the next line of the same writer (``unwrap``). Lines that match on their own
   never pay for this.
@@ -56,21 +58,58 @@ SAMPLE_BYTES = 64 << 10
 
 def hard_wrap_width(head: bytes) -> int | None:
     """The width a file was hard-wrapped at (a terminal copy, ``fold -w``), read from its
-    first block, or None. A wrapped file has no line longer than its width, several lines
-    exactly that long, and most of them continued by a line that does not start as they do: a
-    log whose longest lines are a run of equally long iteration lines does not qualify."""
-    lines = head[:SAMPLE_BYTES].split(b"\n")[:-1]
+    first block, or None. A wrapped file has no line longer than its width (counted in
+    characters where a line has multi-byte ones) and lines exactly that long continued by a
+    line that does not start as they do: several distinct ones, most of them continued (a log
+    whose longest lines are a run of equally long iteration lines does not qualify), or one
+    line (said once or repeated with the same rest) cut inside a word (``_one_cut``)."""
+    head = head[:SAMPLE_BYTES]
+    lines = head.split(b"\n")[:-1]
     if len(lines) < 2:
         return None
     lens = list(map(len, lines))
-    width = max(lens)
-    if width < MIN_WIDTH or lens.count(width) < 2:  # a wrap has several lines that long
+    width = _widest(head, lens)
+    if width < MIN_WIDTH:
         return None
     at = [i for i, n in enumerate(lens) if n == width]
-    if len({lines[i] for i in at}) < 2:  # one long line said twice is not a wrap
+    if not at:
         return None
+    if len({lines[i] for i in at}) < 2:  # one long line, once or repeated
+        return width if _one_cut(lines, at) else None
     cont = sum(1 for i in at if i + 1 < len(lines) and _continuation(lines[i + 1], lines[i]))
     return width if cont * 2 > len(at) else None
+
+
+def _widest(head: bytes, lens: list[int]) -> int:
+    """The longest line's length: in bytes, or in characters where the block has multi-byte
+    ones (a wrap at text columns leaves a line of ``█`` or ``▍`` longer in bytes than its
+    width). Only lines that long in bytes are evidence of a cut: a box drawn in multi-byte
+    characters is as wide on every line."""
+    if head.isascii():
+        return max(lens)
+    return max(map(len, head.decode("utf-8", "replace").split("\n")[:-1]))
+
+
+_WORD_END = regex.compile(rb"[A-Za-z0-9]\r?$")
+_WORD_REST = regex.compile(rb"[a-z0-9](?![\w.-]*:(?:\s|$))")
+"""The rest of a word cut at a line's end: it goes on in lower case or digits, and is no
+``word:`` label that starts a line of its own (``srun: error``, ``stderr: ``)."""
+
+
+def _one_cut(lines: list[bytes], at: list[int]) -> bool:
+    """Whether the one line found exactly as long as the widest (said once, or repeated) was
+    cut there: every time continued by the same rest (a line said twice and followed by two
+    different lines is two records), and cut inside a word (a letter or digit on both sides
+    of the cut), which a line that ends where its message does seldom is."""
+    if at[-1] + 1 >= len(lines):
+        return False
+    piece, rest = lines[at[0]], lines[at[0] + 1]
+    return (
+        all(lines[i + 1] == rest for i in at)
+        and _WORD_END.search(piece) is not None
+        and _WORD_REST.match(rest) is not None
+        and _continuation(rest, piece)
+    )
 
 
 _SAME_START = 12
@@ -89,11 +128,22 @@ def _continuation(line: bytes, prev: bytes) -> bool:
     """Whether ``line`` reads as the rest of ``prev`` rather than a record of its own: not
     empty, no launcher or logger prefix of its own (another rank's copy of the same message
     has one), and not starting as ``prev`` does (the next of a run of equally long iteration
-    lines starts like it; the rest of a wrapped message does not)."""
-    if not line.strip() or line[:_SAME_START] == prev[:_SAME_START] or _RECORD.match(line):
+    lines starts like it; the rest of a wrapped message does not). A line of spaces is the
+    rest of a line that a terminal copy padded to its width, cut again at a narrower one."""
+    if not line.strip():
+        bare = line.rstrip(b"\r")
+        return bare != b"" and not bare.strip(b" ")
+    if line[:_SAME_START] == prev[:_SAME_START] or _RECORD.match(line):
         return False
     text = clean_line(line[:200].decode("utf-8", "replace"))  # a colour code hides no prefix
     return split_prefixes(text).message == text
+
+
+def _at_width(line: bytes, width: int) -> bool:
+    """Whether ``line`` was cut at ``width``: that many bytes, or that many characters (a
+    line with multi-byte characters that a wrap at text columns cut)."""
+    n = len(line)
+    return n == width or (n > width and len(line.decode("utf-8", "replace")) == width)
 
 
 def unwrap_block(data: bytes, width: int) -> bytes:
@@ -106,7 +156,7 @@ def unwrap_block(data: bytes, width: int) -> bytes:
     crs = 0
     for i, ln in enumerate(parts):
         last = i == len(parts) - 1
-        if len(ln) == width and not last and _continuation(parts[i + 1], ln):
+        if _at_width(ln, width) and not last and _continuation(parts[i + 1], ln):
             if ln.endswith(b"\r"):  # a CRLF file: the CR goes behind the joined line
                 ln, crs = ln[:-1], crs + 1
             out.append(ln)
