@@ -411,3 +411,20 @@ def test_time_and_host_in_front_of_the_rank(
 def test_a_time_before_the_message_itself_stays(line: str) -> None:
     """A time not followed by a rank prefix belongs to the message (Megatron's iteration line)."""
     assert split_prefixes(line).message == line
+
+
+def test_torchruns_role_behind_its_logger_prefix_is_no_wrapper_tag() -> None:
+    """torchrun's agent puts its role, ``[default] ``, behind glog's prefix on each of its
+    lines: the agent's own lines alone (grep of a real run) are no relayed log, while a
+    wrapper's tag in front of the logger's prefix is (h-torchrun-wrapper-prefix-typeerror)."""
+    from analyzer.read.file import _builtin_catalog
+    from analyzer.read.match import LineMatcher
+
+    real = (SAMPLE_LOGS / "real" / "clean-success-verbose" / "slurm-1.out").read_bytes()
+    agent = b"\n".join(ln for ln in real.splitlines() if b"] [default] " in ln) + b"\n"
+    assert agent.count(b"\n") >= 10
+    m = LineMatcher(_builtin_catalog())
+    m.read_head(agent)
+    assert m.pasted == ""
+    m.read_head((WILD / "h-torchrun-wrapper-prefix-typeerror-rank0" / "output.log").read_bytes())
+    assert m.pasted == "[TRAINING] "

@@ -146,10 +146,16 @@ class LineMatcher:
             if not may_be_pasted(msg, head, head.count(b"\n") + 1):
                 return  # most files: one look at the first line and one C search of the head
         lines = [ln for ln in data[: 64 << 10].split(b"\n", 400) if ln.strip()][:200]
-        self.pasted = pasted_prefix([self._message(ln) for ln in lines])
+        self.pasted = pasted_prefix([self._message(ln, own=True) for ln in lines])
 
-    def _message(self, raw: bytes) -> str:
-        return split_prefixes(clean_line(decode(raw)), self.quoted).message
+    def _message(self, raw: bytes, own: bool = False) -> str:
+        """The message of a raw line; with ``own``, the whole cleaned line where a logger's
+        prefix was peeled: what follows a logger's level is the log's own text (torchrun's
+        agent puts its role, ``[default] ``, in front of every message), never a paste's
+        margin or a wrapper's tag, which sit in front of the logger's prefix."""
+        text = clean_line(decode(raw))
+        pre = split_prefixes(text, self.quoted)
+        return text if own and pre.level is not None else pre.message
 
     def lane(self, start: int) -> Pattern | None:
         """The pattern that alone owns the one needle on the line at ``start`` of the
