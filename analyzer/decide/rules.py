@@ -176,6 +176,7 @@ def cut_own_traceback(e: Event) -> bool:
         and "distributed_c10d.py" not in (e.traceback or "")
     )
 
+
 def hang(job: JobView) -> Proposal | None:
     """Only collective timeouts: a hang. The hang analysis names a culprit only from
     evidence (the Flight Recorder dumps, a desync report, a rank missing from the timeouts),
@@ -222,7 +223,6 @@ def unknown(job: JobView) -> Proposal | None:
     signalled = [SIGNAL_CATEGORY[c] for c in codes if c in SIGNAL_CATEGORY]
     category = signalled[0] if len(set(signalled)) == 1 else Category.UNKNOWN
     return Proposal("unknown", earliest(job.symptoms), CONFIDENCE["unknown"], category=category)
-
 
 
 def _exit_code(e: Event) -> int | None:

@@ -53,9 +53,9 @@ is the log's own text and does not count."""
 def may_be_pasted(first_message: str, head: bytes, lines: int) -> bool:
     """Whether a file's head could carry a pasted prefix, the cheap test before
     ``pasted_prefix`` peels its lines: the first line's message starts with a margin (every
-    message of an indented paste does), or ``[NAME] `` (``_TAG_BYTES``)
-    occurs about as often as there are lines, blank ones included (one C search of the head;
-    most logs have far fewer). A loose test: ``pasted_prefix`` decides."""
+    message of an indented paste does), or ``[NAME] `` (``_TAG_BYTES``) occurs about as often
+    as there are lines, blank ones included (one C search of the head; most logs have far
+    fewer). A loose test: ``pasted_prefix`` decides."""
     if first_message.startswith(" " * MIN_MARGIN):
         return True
     return len(_TAG_BYTES.findall(head)) >= 0.5 * lines
