@@ -466,6 +466,18 @@ def test_traceback_below_an_unranked_root_lends_its_rank() -> None:
     assert ranked(root, tb, two).rank is None
 
 
+def test_traceback_below_past_the_empty_lines_of_an_unwrapped_line() -> None:
+    """The root line was hard-wrapped in three pieces: unwrapped, it is followed by two empty
+    lines, and the traceback three lines below is still right below it (the byte offsets
+    show nothing but newlines between them); a line of text between them is not."""
+    root = ev("nan_loss", line=2, seconds=None, offset=100)  # text "line 2": 6 bytes
+    tb = ev("python_exception", "symptom", line=5, rank=5, seconds=None, traceback="Traceback",
+            offset=109)
+    assert (ranked(root, tb).rank, ranked(root, tb).rule) == (5, "traceback-below")
+    after_text = replace(tb, offset=140)
+    assert ranked(root, after_text).rank is None
+
+
 def test_named_above_a_line_naming_the_failing_rank_lends_it() -> None:
     """torch RPC's ``On WorkerInfo(id=14, …):`` header, then the unranked error line."""
     header = ev("unknown", "context", line=1, rank=14, seconds=None, tags=("failing-rank",))

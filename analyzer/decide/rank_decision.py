@@ -268,39 +268,46 @@ def from_line(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
 
 
 def traceback_below(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
-    """An unranked root line followed at once (within two lines, same file) by one rank's
-    traceback takes that rank: a message the runtime writes past the launcher's rank prefix
-    (CUDA's device-side assert, a C++ abort) and the Python traceback it raises in that rank."""
+    """An unranked root line followed at once (within two lines, or past empty lines only:
+    ``_near``; same file) by one rank's traceback takes that rank: a message the runtime
+    writes past the launcher's rank prefix (CUDA's device-side assert, a C++ abort) and the
+    Python traceback it raises in that rank."""
     e = p.event
     if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
         return None
     below = [
         r
         for r in job.active
-        if r.file == e.file
-        and e.line < r.line <= e.line + NEAR_LINES
-        and r.rank is not None
-        and r.traceback is not None
+        if _near(e, r) and r.rank is not None and r.traceback is not None
     ]
     if len({r.rank for r in below}) != 1:
         return None
     return d.taken_from(below[0], "traceback-below")
 
 
+def _near(upper: Event, lower: Event) -> bool:
+    """Whether ``lower`` starts right below ``upper`` in the same file: within ``NEAR_LINES``
+    lines, or with only empty lines between them (their byte offsets say so: an unwrapped
+    hard-wrapped line leaves one empty line for each piece it joined)."""
+    if upper.file != lower.file or lower.line <= upper.line:
+        return False
+    if lower.line <= upper.line + NEAR_LINES:
+        return True
+    if upper.offset is None or lower.offset is None:
+        return False
+    gap = lower.offset - upper.offset - len(upper.text.encode())
+    return gap == lower.line - upper.line  # nothing but the newlines between them
+
+
 def named_above(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
-    """An unranked root line right below (within two lines, same file) a line that names the
-    rank the exception came from (tag ``failing-rank``: torch RPC's ``On WorkerInfo(id=14,
-    …):`` header) takes that rank."""
+    """An unranked root line right below (within two lines, or past empty lines only; same
+    file) a line that names the rank the exception came from (tag ``failing-rank``: torch
+    RPC's ``On WorkerInfo(id=14, …):`` header) takes that rank."""
     e = p.event
     if e is None or not _alone(p) or d.rank is not None or d.rule is not None:
         return None
     above = [
-        r
-        for r in job.rows
-        if r.file == e.file
-        and e.line - NEAR_LINES <= r.line < e.line
-        and r.rank is not None
-        and r.tagged("failing-rank")
+        r for r in job.rows if _near(r, e) and r.rank is not None and r.tagged("failing-rank")
     ]
     if len({r.rank for r in above}) != 1:
         return None
