@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import regex
@@ -174,6 +175,11 @@ class Pattern:
         g = m.groups()
         return {n: v for n, i in names if (v := g[i])}
 
+    @cached_property
+    def _whole_needles(self) -> frozenset[str]:
+        """The needles this pattern matches on their own."""
+        return frozenset(n for n in self.needles if self.regex.search(n) is not None)
+
     def near(self, message: str) -> _Match[str] | None:
         """A near miss: ``message`` is cut before the end of a line this pattern matches (a
         version that prints fewer trailing clauses, a paste or wrap cut short), and what it
@@ -196,12 +202,7 @@ class Pattern:
         # A needle that the pattern matches on its own, or what the line holds matching on its
         # own: the pattern refused the line for what else it holds (a lookaround, an anchor),
         # not because the line was cut.
-        whole = self.__dict__.get("_whole_needles")
-        if whole is None:
-            whole = self.__dict__["_whole_needles"] = frozenset(
-                n for n in self.needles if self.regex.search(n) is not None
-            )
-        if whole.intersection(held) or self.regex.search(got) is not None:
+        if self._whole_needles.intersection(held) or self.regex.search(got) is not None:
             return None
         return m
 

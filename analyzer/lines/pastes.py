@@ -20,14 +20,19 @@ _QUOTE_LINE = re.compile(rb"\n>")
 log's 64 KiB head, where every newline is a first-byte hit)."""
 
 
+def head_lines(data: bytes) -> list[bytes]:
+    """The first 200 non-empty lines of a file's first 64 KiB: what the whole-file tests
+    look at."""
+    return [ln for ln in data[: 64 << 10].split(b"\n", 400) if ln.strip()][:200]
+
+
 def quoted_paste(data: bytes) -> bool:
     """Whether a file's first block reads as a log pasted inside a markdown quote: of its
     first 200 non-empty lines, 80 % (and at least one) start with ``>``. Megatron's own ``> ``
     lines are a minority of any real log's lines."""
     if data[:1] != b">" and _QUOTE_LINE.search(data, 0, 64 << 10) is None:
         return False  # most files: no line starts with a quote
-    head = data[: 64 << 10]
-    lines = [ln for ln in head.split(b"\n", 400) if ln.strip()][:200]
+    lines = head_lines(data)
     quoted = sum(1 for ln in lines if ln[:1] == b">")
     return quoted >= 1 and quoted >= 0.8 * len(lines)
 

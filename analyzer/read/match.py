@@ -22,7 +22,7 @@ from analyzer.catalog.model import (
     PatternMatch,
     match_priority,
 )
-from analyzer.lines.pastes import may_be_pasted, pasted_prefix, quoted_paste
+from analyzer.lines.pastes import head_lines, may_be_pasted, pasted_prefix, quoted_paste
 from analyzer.lines.prefixes import Prefixed, split_prefixes
 from analyzer.read.prefilter import Prefilter
 from analyzer.util.sanitize import clean_line, decode
@@ -79,12 +79,12 @@ class LineMatcher:
         self._matches: dict[str, tuple[Pattern, dict[str, str]] | None] = {}
         """The answer for recently seen messages (captures shared: copied when handed on)."""
         self.quoted = False
+        """The current file is a quoted paste (``pastes.quoted_paste``): every line's
+        leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
         self.pasted = ""
         """What every line of the current file carries that is no part of the log
         (``pastes.pasted_prefix``: a paste's margin, a wrapper's tag): dropped from every
         line that starts with it (the caches, keyed by the raw line, are not used)."""
-        """The current file is a quoted paste (``pastes.quoted_paste``): every line's
-        leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
         self._line_hits = self._match_hits = 0
         """Hits since each cache was last cleared."""
         self._line_rest = self._match_rest = 0
@@ -145,8 +145,7 @@ class LineMatcher:
             msg = self._message(first) if b"    " in first else ""
             if not may_be_pasted(msg, head, head.count(b"\n") + 1):
                 return  # most files: one look at the first line and one C search of the head
-        lines = [ln for ln in data[: 64 << 10].split(b"\n", 400) if ln.strip()][:200]
-        self.pasted = pasted_prefix([self._message(ln, own=True) for ln in lines])
+        self.pasted = pasted_prefix([self._message(ln, own=True) for ln in head_lines(data)])
 
     def _message(self, raw: bytes, own: bool = False) -> str:
         """The message of a raw line; with ``own``, the whole cleaned line where a logger's
