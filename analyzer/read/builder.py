@@ -24,6 +24,7 @@ from analyzer.lines.prefixes import Prefixed, bare, nccl_own, split_prefixes
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import nccl_writer
 from analyzer.read.discover import LogFile
+from analyzer.read.firstlines import LaneKey, lane_key
 from analyzer.read.fold import Item, RepeatBound
 from analyzer.read.match import CACHE_MAX_LINE, WINDOW_BYTES, LineMatcher
 from analyzer.read.records import RawEvent
@@ -121,7 +122,7 @@ class EventBuilder:
         self.matcher = matcher
         self.clock = clock
         self.bound = RepeatBound(self._build)
-        self.lanes: dict[tuple[str, tuple[str | None, ...]], Any] = {}
+        self.lanes: dict[LaneKey, Any] = {}
         """Groups of ``RepeatBound`` of the ``need = "first"`` lines read by ``_lane``, by
         pattern and groups: a later line with the same groups only adds to the count."""
         self.open: dict[Writer, _Traceback] = {}
@@ -134,6 +135,10 @@ class EventBuilder:
         """Read one block, given the sorted starts of its candidate lines."""
         n = len(blk.data)
         pos = 0 if self.started else self._head(blk)
+        # Claim lines already seen (``firstlines``: their keys found a block at a time) are
+        # only counted, at their place: what ``_lane`` would do with each of them.
+        keys = self.matcher.first_keys(blk.data)
+        lanes = self.lanes
         i = 0
         while True:
             if self.open:
@@ -144,7 +149,12 @@ class EventBuilder:
                 i += 1
             if i >= len(starts):
                 break
-            pos = self._candidate(blk, starts[i])
+            s = starts[i]
+            if keys and (g := lanes.get(keys.get(s))) is not None:  # type: ignore[arg-type]
+                self.bound.repeat(g)
+                i += 1
+                continue
+            pos = self._candidate(blk, s)
         self.bound.settle()
 
     def finish(self) -> list[RawEvent]:
@@ -261,7 +271,7 @@ class EventBuilder:
             return False
         key = None
         if p.need == "first":
-            key = (p.id, m.groups())
+            key = lane_key(p, text, m)
             g = self.lanes.get(key)
             if g is not None:
                 self.bound.repeat(g)

@@ -24,6 +24,7 @@ from analyzer.catalog.model import (
 )
 from analyzer.lines.pastes import head_lines, may_be_pasted, pasted_prefix, quoted_paste
 from analyzer.lines.prefixes import Prefixed, split_prefixes
+from analyzer.read.firstlines import FirstLines, LaneKey
 from analyzer.read.prefilter import Prefilter
 from analyzer.util.sanitize import clean_line, decode
 
@@ -70,6 +71,9 @@ class LineMatcher:
                     p.tags & {GENERIC_EXCEPTION_TAG, "fallback", TRACEBACK_TAG}
                 ):
                     self._lanes[nid] = p
+        self._firsts = FirstLines(self._lanes)
+        """The lane patterns that need only their first line per claim, read a block at a
+        time (``first_keys``)."""
         self._user = [p for p in catalog.patterns if p.user]
         """The patterns a timeout can switch off (read after every file: not all 300)."""
         self._starts: set[int] = set()
@@ -164,6 +168,15 @@ class LineMatcher:
             return None
         found = per_line.get(start)
         return self._lanes.get(found) if type(found) is int else None
+
+    def first_keys(self, data: bytes) -> dict[int, LaneKey]:
+        """Line start -> lane key (``firstlines.lane_key``) of the lines of ``data`` that
+        would take the lane for a pattern needing only its first line per claim, each as
+        the lane would read it (``firstlines.FirstLines``); empty where no line can."""
+        per_line = self._line_needles
+        if per_line is None or self.quoted or self.pasted or not self._firsts:
+            return {}
+        return self._firsts.keys(data, per_line, CACHE_MAX_LINE)
 
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
