@@ -77,6 +77,24 @@ def test_torchrun_log_dir_layout_gives_attempt_local_rank_and_stream(tmp_path: P
     assert (lf.attempt, lf.local_rank, lf.stream, lf.node_hint) == (1, 3, "stderr", "node7")
 
 
+def test_a_shared_log_dir_names_no_node(tmp_path: Path) -> None:
+    """A directory holding two torchrun run directories is a --log-dir shared by the nodes,
+    not a node: its name is no node hint; a directory holding one run is."""
+    for run in ("run_ab12cd34", "run_ef56ab78"):
+        f = tmp_path / "job" / "logs" / run / "attempt_0" / "0" / "stderr.log"
+        f.parent.mkdir(parents=True)
+        f.write_text("x\n")
+    f = tmp_path / "job" / "node7" / "run_0a0b0c0d" / "attempt_0" / "1" / "stdout.log"
+    f.parent.mkdir(parents=True)
+    f.write_text("x\n")
+    hints = {lf.rel: lf.node_hint for lf in discover([tmp_path / "job"]).files}
+    assert hints == {
+        "logs/run_ab12cd34/attempt_0/0/stderr.log": None,
+        "logs/run_ef56ab78/attempt_0/0/stderr.log": None,
+        "node7/run_0a0b0c0d/attempt_0/1/stdout.log": "node7",
+    }
+
+
 def test_giant_line_and_invalid_utf8_do_not_break_line_numbers(tmp_path: Path) -> None:
     d = tmp_path / "job"
     d.mkdir()

@@ -106,3 +106,20 @@ def test_a_later_nodes_global_ranks_still_say_a_second_node(tmp_path: Path) -> N
     a = analyze(write_job(tmp_path / "job", {"slurm-1.out": "\n".join(later) + "\n"}))
     assert not a.attributed.geometry.one_node
     assert a.diagnosis.verdict.rank is None
+
+
+def test_facts_stated_by_captures_and_paths(tmp_path: Path) -> None:
+    """A capture named for a fact (NCCL's version line, NCCL 2.21 src/init.cc) is a fact; the
+    python a traceback's paths show (conda here) is ``python_env``; lines that state neither
+    leave both out."""
+    tb = (
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/opt/conda/lib/python3.10/site-packages/torch/x.py", line 3, in f\n'
+        "[rank1]: RuntimeError: boom\n"
+    )
+    nccl = "node001:1234:1234 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    a = analyze(write_job(tmp_path / "a", {"slurm-1.out": nccl + tb}))
+    assert a.facts.get("nccl_version") == "2.21.5+cuda12.4"
+    assert a.facts.get("python_env") == "conda"
+    b = analyze(write_job(tmp_path / "b", {"slurm-1.out": "[rank1]: RuntimeError: boom\n"}))
+    assert b.facts.get("nccl_version") is None and b.facts.get("python_env") is None

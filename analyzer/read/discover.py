@@ -10,6 +10,7 @@ import codecs
 import os
 import stat
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 
 import regex
@@ -146,7 +147,7 @@ def _describe(
     elif lower.endswith((".stdout",)) or lower.startswith("stdout") or lower.endswith(".out"):
         stream = "stdout" if not lower.startswith("slurm-") else None
     for i, part in enumerate(parts[:-1]):
-        m = _ATTEMPT_DIR.match(part)
+        m = _ATTEMPT_DIR.match(part) if part.startswith("attempt_") else None
         if m:
             attempt = int(m[1])
             if i + 1 < len(parts) - 1 and parts[i + 1].isdecimal():
@@ -256,13 +257,16 @@ def _drop_shared_node_hints(out: Discovery) -> None:
     runs: dict[str, set[str]] = {}
     for f in out.files:
         if f.node_hint is not None:
-            parts = Path(f.rel).parts
+            parts = f.rel.split("/")  # ``rel`` is ``/``-separated, without empty parts
             i = parts.index(f.node_hint) if f.node_hint in parts else -1
             run = parts[i + 1] if 0 <= i < len(parts) - 1 else ""
             runs.setdefault(f.node_hint, set()).add(run)
     shared = {h for h, rs in runs.items() if len(rs) > 1}
     if shared:
         out.files = [replace(f, node_hint=None) if f.node_hint in shared else f for f in out.files]
+
+
+_NAME = attrgetter("name")
 
 
 def _walk(root: Path, out: Discovery) -> None:
@@ -279,7 +283,7 @@ def _walk(root: Path, out: Discovery) -> None:
                 continue
             seen.add((dst.st_dev, dst.st_ino))
             with os.scandir(d) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_NAME)
         except OSError as exc:
             out.problems.append(f"{d_rel or '.'}: cannot list ({exc.strerror or exc})")
             continue

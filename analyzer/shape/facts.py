@@ -46,6 +46,7 @@ _FIELD_FACTS = (
     "train_iters",
     "cuda_max_connections",
 )
+_FIELD_FACT_NAMES = frozenset(_FIELD_FACTS)
 _SM = regex.compile(r"\bsm_?(\d{2,3})\b|compute capability (\d+)\.(\d)", regex.I)
 _GPU_GEN = (
     (regex.compile(r"\b(?:GB200|GB300|B200|B300|B100|RTX PRO 6000 Blackwell)\b"), "Blackwell", 100),
@@ -61,6 +62,8 @@ _PYTHON_ENV = (
 )
 """Where the job's python comes from, by the paths its tracebacks and launchers print: a venv
 (``uv sync``'s ``.venv``), conda, or a system/container python (Debian's ``dist-packages``)."""
+_PYTHON_ENV_NEEDLES = ("/.venv/", "conda", "/envs/", "/dist-packages/")
+"""A literal each of the paths above holds."""
 _MEGATRON_SERIES = (
     ("0.10-0.12", regex.compile(r"hierarchical context-parallel sizes: \S*?tensor-model-parallel")),
     ("0.13+", regex.compile(r"hierarchical context-parallel sizes: [^,]*, tensor-model-parallel")),
@@ -148,6 +151,8 @@ def _stated(f: JobFacts, r: Event) -> None:
         key = _ARG_MAP.get(arg)
         if key and key not in f.values:
             f.values[key] = _intish(value)
+    if _FIELD_FACT_NAMES.isdisjoint(r.captures):
+        return  # most events (one look at their few captures, not one per fact)
     for k in _FIELD_FACTS:
         v = r.cap(k)
         if v and k not in f.values:
@@ -170,6 +175,8 @@ def _progress(f: JobFacts, r: Event) -> None:
 
 def _python_env(f: JobFacts, r: Event) -> None:
     """``python_env``: venv, conda or system, from the first path a line or traceback shows."""
+    if not any(n in (r.text or "") or n in (r.traceback or "") for n in _PYTHON_ENV_NEEDLES):
+        return  # none of the paths below (most lines: no regex, no joined copy)
     text = (r.text or "") + "\n" + (r.traceback or "")
     for name, rx in _PYTHON_ENV:
         if rx.search(text):
