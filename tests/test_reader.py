@@ -11,7 +11,7 @@ import pytest
 from analyzer.api import analyze
 from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
-from tests.helpers import REAL, builtin_catalog, write_job
+from tests.helpers import REAL, ROOT, builtin_catalog, write_job
 
 TB = (
     "  1: [default1]:[rank3]: Traceback (most recent call last):\n"
@@ -446,6 +446,29 @@ def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
     assert disc.files[big].rel == "all-ranks.log" and big == 0
     assert rr.scans[big].file is disc.files[big], "read in this process, not unpickled"
     assert all(sc.events for sc in rr.scans)
+
+
+def test_a_parallel_read_gives_the_events_of_a_serial_one(
+    monkeypatch: pytest.MonkeyPatch, catalog: Catalog
+) -> None:
+    """Worker processes share their chunk's repeated values before pickling (``_Shared``);
+    the events are those one process reads (a job of 35 files, one file per chunk)."""
+    import analyzer.read.job as read_mod
+    from analyzer.read.discover import discover
+    from tests.test_reader_needs import _rows
+
+    monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read_mod, "CHUNK_FILES", 1)
+    disc = discover([ROOT / "sample_logs/formats/hang-lowest-last-enqueued"])
+    assert len(disc.files) > 30
+
+    def rows(workers: int) -> list[tuple[object, ...]]:
+        rr = read_mod.read_job(disc, catalog, workers=workers)
+        return [row for sc in rr.scans for row in _rows(sc.events)]
+
+    serial = rows(1)
+    assert len(serial) > 30
+    assert rows(2) == serial
 
 
 def test_every_example_of_the_traceback_pattern_opens_a_traceback(tmp_path: Path) -> None:

@@ -36,7 +36,9 @@ def _scan_in_worker(lf: LogFile) -> FileScan:
 
 
 def _scan_chunk_in_worker(chunk: Sequence[LogFile]) -> list[FileScan]:
-    return [_scan_in_worker(lf) for lf in chunk]
+    # Repeated values shared before pickling: each is sent once per chunk, and the parent
+    # unpickles one object per distinct value instead of one per event (``_Shared``).
+    return _Shared().scans([_scan_in_worker(lf) for lf in chunk])
 
 
 def _scan_safely(scanner: FileScanner, lf: LogFile) -> FileScan:
