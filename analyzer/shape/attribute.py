@@ -122,8 +122,11 @@ def _worker_pids(
     pid_rank: dict[int, int] = {}
     for sc in scans:
         for ev in sc.events:
-            p, lr = roles.int(ev, "pid"), roles.int(ev, "local_rank")
-            if p is not None and lr is not None:
+            lr = roles.int(ev, "local_rank")  # the rarer of the two: asked first
+            if lr is None:
+                continue
+            p = roles.int(ev, "pid")
+            if p is not None:
                 pid_local[p] = lr
     for cf in failures:
         if cf.pid is not None and cf.rank is not None:
@@ -300,9 +303,11 @@ def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks
     for sc in scans:
         for ev in sc.events:
             rank = roles.int(ev, "comm_rank")
+            if rank is None:
+                continue  # most events: no claim, so no host or pid to look up
             host = short_host(roles.get(ev, "host") or ev.nccl_host)
             pid = roles.int(ev, "pid")
-            if rank is None or host is None or pid is None:
+            if host is None or pid is None:
                 continue
             claims.append(
                 Claim(host, pid, roles.int(ev, "cuda_dev"), rank, roles.int(ev, "comm_size"))
