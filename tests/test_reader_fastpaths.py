@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 import regex
 
-from analyzer.catalog.model import Catalog
 from analyzer.lines import prefixes
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.read.match import LineMatcher
 from analyzer.read.wrap import hard_wrap_width
 from analyzer.util.sanitize import clean_line, decode
-from tests.helpers import SAMPLES, WILD, builtin_catalog
-from tests.test_reader_needs import JOBS, _read
+from tests.helpers import SAMPLES, WILD
+from tests.test_reader_needs import JOBS, read_both
 
 _NEVER = regex.compile(r"(?!)")
 
@@ -109,9 +108,9 @@ def test_a_wrapped_nccl_message_is_still_a_wrap() -> None:
 def test_without_the_shortcuts_every_event_is_the_same(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    catalog = builtin_catalog()
-    fast = _read(job, catalog)
-    monkeypatch.setattr(prefixes, "_NCCL_HEAD", _NEVER)
-    monkeypatch.setattr(LineMatcher, "lane", lambda _self, _start: None)
-    # another catalog object: a scanner of its own, no line cached by the fast run
-    assert _read(job, Catalog(list(catalog.patterns), catalog.sources)) == fast
+    def switch_off() -> None:
+        monkeypatch.setattr(prefixes, "_NCCL_HEAD", _NEVER)
+        monkeypatch.setattr(LineMatcher, "lane", lambda _self, _start: None)
+
+    fast, slow = read_both(job, switch_off)
+    assert slow == fast

@@ -9,6 +9,7 @@ on every sample job and every wild log.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,18 @@ def _rows(events: list[RawEvent]) -> list[tuple[object, ...]]:
 def _read(job: Path, catalog: Catalog) -> list[tuple[object, ...]]:
     result = read_job(discover([job]), catalog, workers=1)
     return [row for scan in result.scans for row in _rows(scan.events)]
+
+
+def read_both(
+    job: Path, switch_off: Callable[[], None]
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The events of ``job`` read as shipped, then after ``switch_off()`` (a shortcut
+    monkeypatched away) with another catalog object: a scanner of its own, no line cached by
+    the first read."""
+    catalog = builtin_catalog()
+    fast = _read(job, catalog)
+    switch_off()
+    return fast, _read(job, Catalog(list(catalog.patterns), catalog.sources))
 
 
 def test_the_first_need_is_declared_on_nccl_claims() -> None:
