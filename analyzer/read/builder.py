@@ -124,7 +124,8 @@ class EventBuilder:
         self.bound = RepeatBound(self._build)
         self.lanes: dict[LaneKey, Any] = {}
         """Groups of ``RepeatBound`` of the ``need = "first"`` lines read by ``_lane``, by
-        pattern and groups: a later line with the same groups only adds to the count."""
+        ``firstlines.lane_key`` (pattern and groups): a later line with the same key only adds
+        to the count, whether ``_lane`` or ``block`` (keys found a block at a time) meets it."""
         self.open: dict[Writer, _Traceback] = {}
         """Open tracebacks by writer, oldest first."""
         self.started = False
