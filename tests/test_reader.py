@@ -454,7 +454,6 @@ def test_a_parallel_read_gives_the_events_of_a_serial_one(
     """Worker processes share their chunk's repeated values before pickling (``_Shared``);
     the events are those one process reads (a job of 35 files, one file per chunk)."""
     import analyzer.read.job as read_mod
-    from analyzer.read.discover import discover
     from tests.test_reader_needs import _rows
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
