@@ -47,13 +47,9 @@ class Roles:
 
     def int(self, ev: RawEvent, role: str) -> int | None:
         """The captured value with this role as an integer, or None."""
-        table = self._names.get(ev.pattern_id)  # ``get`` inline: asked for every event
-        if table is None:
-            table = self.names(ev.pattern_id)
-        name = table.get(role)
-        v = ev.fields.get(name) if name else None
+        v = self.get(ev, role)
         try:
-            return int(v) if v else None
+            return int(v) if v is not None else None
         except ValueError:
             return None
 
