@@ -85,3 +85,50 @@ def test_a_raw_event_and_its_record_share_a_size_class() -> None:
         return -(-cls.__basicsize__ // 16)
 
     assert size_class(RawEvent) == size_class(Event), (RawEvent.__basicsize__, Event.__basicsize__)
+
+
+def test_a_raw_events_message_is_where_it_starts_in_its_text() -> None:
+    """A raw event holds its message as an offset into its text (a copy of a line's end cost
+    18 MB of a large job's peak), or the message itself where it is not the text's end."""
+    from analyzer.read.records import message_ref
+
+    text = "[rank3]: RuntimeError: boom"
+    assert message_ref(text, text) == 0
+    assert message_ref(text, "RuntimeError: boom") == 9
+    assert message_ref(text, "") == len(text)
+    assert message_ref(text, "unquoted: boom") == "unquoted: boom"
+    assert message_ref("ab", "xab") == "xab"
+    for line in ["[rank3]: RuntimeError: boom", "node1:1:1 [0] NCCL INFO x", "> quoted line"]:
+        from analyzer.lines.prefixes import split_prefixes
+
+        msg = split_prefixes(line).message
+        ev = _raw(line, message_ref(line, msg))
+        assert ev.message == msg
+
+
+def _raw(text: str, at: int | str) -> object:
+    from analyzer.read.records import RawEvent
+
+    return RawEvent(
+        file="f", line=1, offset=0, text=text, message_at=at, pattern_id="p", category="c",
+        role="root", title="t", fields={}, task=None, local_rank=None, rank=None, level=None,
+        stamp=None, stamp_inherited=False, stream=None, attempt=None,
+    )
+
+
+def test_torchruns_failure_records_let_go_of_their_events_once_placed() -> None:
+    """``attribute`` places every event of a ChildFailedError block by its record, then empties
+    the record's events, so that the raw events go as their records come."""
+    import gc
+
+    from analyzer.read.records import RawEvent
+
+    def raw_events() -> int:
+        gc.collect()
+        return sum(type(o) is RawEvent for o in gc.get_objects())
+
+    before = raw_events()
+    a = analyze(REAL / "sigkill-rank", workers=1)
+    assert a.attributed.failures, "the job has ChildFailedError records"
+    assert all(cf.events == [] for cf in a.attributed.failures)
+    assert raw_events() == before

@@ -27,7 +27,7 @@ from analyzer.read.discover import LogFile
 from analyzer.read.firstlines import LaneKey, lane_key
 from analyzer.read.fold import Item, RepeatBound
 from analyzer.read.match import CACHE_MAX_LINE, WINDOW_BYTES, LineMatcher
-from analyzer.read.records import RawEvent
+from analyzer.read.records import RawEvent, message_ref
 from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
 from analyzer.read.wrap import continues, unwrap
 
@@ -440,7 +440,7 @@ class EventBuilder:
             line=line_no,
             offset=offset,
             text=text,
-            message=pre.message,
+            message_at=message_ref(text, pre.message),
             pattern_id=p.id,
             category=p.category,
             role=p.role,

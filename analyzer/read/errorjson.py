@@ -51,7 +51,7 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
         line=1,
         offset=0,
         text=first[:2000],
-        message=first[:2000],
+        message_at=0,
         pattern_id=pid,
         category=cat,
         role=role,

@@ -3,6 +3,7 @@ what one file yielded. ``scan.py`` re-exports both; their fields are the reader'
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,10 @@ class RawEvent:
     line: int
     offset: int
     text: str
-    message: str
+    message_at: int | str
+    """Where the message (the line less its prefixes: :attr:`message`) starts in ``text``; the
+    message itself where it is not the end of ``text`` (see :func:`message_ref`). A line's
+    message held apart from its text cost 18 MB of 237,000 events' peak."""
     pattern_id: str
     category: str
     role: str
@@ -54,6 +58,22 @@ class RawEvent:
     pattern by the same writer that the reader folded into it (see ``bound.py``). The sum over
     a file's events is the exact number of matched lines."""
 
+    @property
+    def message(self) -> str:
+        """The line less its prefixes (``lines.prefixes.split_prefixes``)."""
+        at = self.message_at
+        return self.text[at:] if isinstance(at, int) else at
+
+
+def message_ref(text: str, message: str) -> int | str:
+    """What :attr:`RawEvent.message_at` holds for a line ``text`` whose message is
+    ``message``: where it starts in ``text`` when it ends ``text`` (0 when it is ``text``),
+    else ``message`` itself."""
+    if message is text:
+        return 0
+    at = len(text) - len(message)
+    return at if at >= 0 and text.endswith(message) else message
+
 
 @dataclass
 class FileScan:
@@ -62,7 +82,7 @@ class FileScan:
     file: LogFile
     events: list[RawEvent] = field(default_factory=list)
     bytes_read: int = 0
-    years: set[int] = field(default_factory=set)
+    years: AbstractSet[int] = field(default_factory=set)
     problem: str | None = None
     error_json: dict[str, Any] | None = None
     disabled: dict[str, str] = field(default_factory=dict)

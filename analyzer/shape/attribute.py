@@ -83,6 +83,8 @@ def attribute(scans: list[FileScan], catalog: Catalog | None = None) -> Attribut
     out: list[tuple[RawEvent, Attribution]] = []
     for sc in scans:
         _attribute_file(sc, ctx, out)
+    for cf in failures:  # placed: their events live on in ``out`` alone (freed as records come)
+        cf.events = []
     geo.distinct_hosts = _hosts_tell_nodes_apart(out, geo)
     labelled: dict[int, Attribution] = {}
     for i, (ev, a) in enumerate(out):  # in place

@@ -23,6 +23,8 @@ class ChildFailure:
     is_root: bool = False
     task: int | None = None
     events: list[RawEvent] = field(default_factory=list)
+    """The block's field lines while the job is attributed (``attribute`` empties it once
+    every event is placed, so that a large job's raw events can go as their records come)."""
 
 
 def child_failures(scans: list[FileScan], roles: Roles) -> list[ChildFailure]:
