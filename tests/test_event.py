@@ -132,3 +132,31 @@ def test_torchruns_failure_records_let_go_of_their_events_once_placed() -> None:
     assert a.attributed.failures, "the job has ChildFailedError records"
     assert all(cf.events == [] for cf in a.attributed.failures)
     assert raw_events() == before
+
+
+def test_new_event_is_the_event_its_values_make() -> None:
+    """``new_event`` (the table's fast constructor) gives what ``Event(...)`` gives from the
+    same values in field order, defaults included; a wrong count is refused."""
+    from dataclasses import fields as dc_fields
+    from datetime import datetime
+
+    from analyzer.model.event import new_event
+
+    names = [f.name for f in dc_fields(Event)]
+    values = {
+        "file": "a/b.log", "line": 7, "pattern_id": "p.q", "category": "cuda_oom",
+        "role": "root", "text": "[rank1]: x", "offset": 120, "node": "n0", "node_index": 0,
+        "host": "n0", "rank": 1, "local_rank": 1, "attempt": 0,
+        "time": datetime(2026, 1, 2, 3, 4, 5), "time_inherited": True, "stream": "stderr",
+        "title": "T", "level": "E", "message": "x", "traceback": "tb", "repeats": 3,
+        "captures": {"k": "v"}, "role_names": {"pid": "k"}, "tags": frozenset({"t"}),
+        "cause": "c", "fix": "f", "fix_exact": True, "rank_assumed": True,
+    }
+    assert sorted(values) == sorted(names), "every field is given a value"
+    made = new_event(*[values[n] for n in names])
+    assert made == Event(**values)
+    assert all(getattr(made, n) is values[n] for n in names)
+    with pytest.raises(TypeError):
+        new_event(*[values[n] for n in names][:-1])
+    with pytest.raises(AttributeError):
+        made.rank = 2  # type: ignore[misc]  # still frozen

@@ -123,3 +123,23 @@ def test_facts_stated_by_captures_and_paths(tmp_path: Path) -> None:
     assert a.facts.get("python_env") == "conda"
     b = analyze(write_job(tmp_path / "b", {"slurm-1.out": "[rank1]: RuntimeError: boom\n"}))
     assert b.facts.get("nccl_version") is None and b.facts.get("python_env") is None
+
+
+def test_the_compute_capability_a_message_states_in_any_case() -> None:
+    """``sm`` from ``sm_90``/``SM90`` or ``compute capability 9.0`` in a message, in any case
+    (the regex is case-insensitive; a literal test before it must keep every such line)."""
+    from analyzer.model.event import Event
+    from analyzer.shape.facts import collect_facts
+
+    def sm(message: str) -> object:
+        row = Event(file="f", line=1, pattern_id="p", category="c", role="context",
+                    text=message, message=message)
+        return collect_facts([row]).values.get("sm")
+
+    assert sm("built for sm_90 only") == 90
+    assert sm("kernel image for SM80 missing") == 80
+    assert sm("GPU with CUDA Compute Capability 8.6") == 86
+    assert sm("compute capability 9.0 required") == 90
+    assert sm("\u017fm_90 kernels") == 90  # LONG S: folds to "s" under IGNORECASE
+    assert sm("small batch, capable device") is None
+    assert sm("nothing here") is None

@@ -200,7 +200,10 @@ def _compute_capability(f: JobFacts, r: Event) -> None:
         major, minor = cc.split(".")
         f.values["sm"] = int(major) * 10 + int(minor[:1])
         return
-    m = _SM.search(r.message or "")
+    msg = r.message
+    if not msg or ("sm" not in (low := msg.casefold()) and "capab" not in low):
+        return  # neither form in the message (most lines: no regex search)
+    m = _SM.search(msg)
     if m:
         f.values["sm"] = int(m[1]) if m[1] else int(m[2]) * 10 + int(m[3])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from analyzer.model.event import COLUMN_TYPES, EMPTY, Event
+from analyzer.model.event import COLUMN_TYPES, EMPTY, Event, new_event
 from analyzer.shape.attribute import Attributed
 
 if TYPE_CHECKING:
@@ -27,34 +27,35 @@ def build_events(att: Attributed) -> list[Event]:
         ev, a = pairs[i]
         pairs[i] = None  # the raw event and its attribution go as their record comes
         out.append(
-            Event(
-                file=ev.file,
-                line=ev.line,
-                pattern_id=ev.pattern_id,
-                category=ev.category,
-                role=ev.role,
-                text=ev.text,
-                offset=ev.offset,
-                node=a.node,
-                node_index=a.node_index,
-                host=a.host,
-                rank=a.rank,
-                local_rank=a.local_rank,
-                attempt=ev.attempt,
-                time=a.time,
-                time_inherited=ev.stamp_inherited,
-                stream=ev.stream,
-                title=ev.title,
-                level=ev.level,
-                message=ev.message,
-                traceback=ev.traceback,
-                repeats=ev.repeats,
-                captures=ev.fields or EMPTY,
-                role_names=roles.names(ev.pattern_id),
-                tags=roles.tags(ev),
-                cause=ev.cause,
-                fix=ev.fix,
-                rank_assumed=a.rank_assumed,
+            new_event(  # Event's fields in order (``model.event.new_event``)
+                ev.file,
+                ev.line,
+                ev.pattern_id,
+                ev.category,
+                ev.role,
+                ev.text,
+                ev.offset,
+                a.node,
+                a.node_index,
+                a.host,
+                a.rank,
+                a.local_rank,
+                ev.attempt,
+                a.time,
+                ev.stamp_inherited,
+                ev.stream,
+                ev.title,
+                ev.level,
+                ev.message,
+                ev.traceback,
+                ev.repeats,
+                ev.fields or EMPTY,
+                roles.names(ev.pattern_id),
+                roles.tags(ev),
+                ev.cause,
+                ev.fix,
+                False,
+                a.rank_assumed,
             )
         )
     return out
