@@ -101,7 +101,7 @@ def test_a_read_shares_nccls_host_and_pid(tmp_path: Path, catalog: Catalog) -> N
 
 def test_a_forked_worker_uses_its_parents_scanner(catalog: Catalog) -> None:
     """``_read_parallel`` builds this process's scanner before the workers fork: a worker for
-    the same catalog takes it (its compiled patterns stay shared pages), another builds one."""
+    the same catalog takes it (no second compilation), one for another catalog builds one."""
     import analyzer.read.job as read_mod
 
     mine = scanner_for(catalog)

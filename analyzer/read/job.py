@@ -29,8 +29,8 @@ def _init_worker(catalog: Catalog) -> None:
     global _worker_scanner
     # A worker lives for one job's read (see analyzer.util.gcpause); forked ones inherit it.
     gc.disable()
-    # A forked worker inherits its parent's scanner for this catalog (``_read_parallel`` makes
-    # it first): its compiled patterns stay pages shared with the parent, not a second copy.
+    # A forked worker takes its parent's scanner for this catalog (``_read_parallel`` makes it
+    # before the fork): no second compilation (about 30 ms; the worker's memory is the same).
     inherited = getattr(_LAST, "scanner", None)
     if inherited is not None and inherited.catalog is catalog:
         _worker_scanner = inherited
@@ -198,7 +198,7 @@ def _read_parallel(
 
 
 _NO_YEARS: frozenset[int] = frozenset()
-"""The years of a scan without a stamp that has one (read only: one object for all)."""
+"""A scan's years when none of its stamps names one (read only: one object for all such)."""
 
 
 class _Shared:
