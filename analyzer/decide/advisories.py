@@ -116,7 +116,7 @@ def _evidence_of(lines: list[str]) -> Callable[[Finding], str]:
 
 
 def _tagged(rows: list[Event], tag: str) -> list[Event]:
-    return [r for r in rows if r.tagged(tag)]
+    return [r for r in rows if tag in r.tags]  # ``Event.tagged``, without a call per row
 
 
 def _ids(rows: Iterable[Event]) -> tuple[str, ...]:

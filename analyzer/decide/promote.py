@@ -24,6 +24,8 @@ def over_joined(rows: Sequence[Event]) -> list[Event]:
 
 
 def _over_joined(r: Event) -> Event | None:
+    if "joined" not in r.role_names:
+        return None  # most lines: no such capture to compare
     joined, world = r.role_of("joined") or "", r.role_of("world_size") or ""
     if not (joined.isdecimal() and world.isdecimal() and int(joined) > int(world) > 0):
         return None
@@ -62,7 +64,7 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
     return [promoted.get(i, r) for i, r in enumerate(rows)]
 
 
-_CARRIED_ON = ("progress", "checkpoint-save-end")
+_CARRIED_ON = frozenset(["progress", "checkpoint-save-end"])
 """Tags of the lines that show a rank still training: an iteration line, a finished save."""
 
 
@@ -74,7 +76,7 @@ def survived(rows: Sequence[Event]) -> list[Event]:
     survives, and a line's level decides nothing: what followed it does."""
     last: dict[tuple[str, int | None], list[Event]] = {}
     for r in rows:
-        if any(r.tagged(t) for t in _CARRIED_ON):
+        if not _CARRIED_ON.isdisjoint(r.tags):
             last.setdefault((r.file, r.attempt), []).append(r)
     if not last:
         return list(rows)

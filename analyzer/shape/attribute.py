@@ -122,8 +122,11 @@ def _worker_pids(
     rank, ChildFailedError records with both."""
     pid_local: dict[int, int] = {}
     pid_rank: dict[int, int] = {}
+    declared = roles.names
     for sc in scans:
         for ev in sc.events:
+            if "local_rank" not in declared(ev.pattern_id):
+                continue  # most events: a pattern with no local rank to give
             lr = roles.int(ev, "local_rank")  # the rarer of the two: asked first
             if lr is None:
                 continue
@@ -172,13 +175,14 @@ def _attribute_file(sc: FileScan, ctx: _Context, out: list[tuple[RawEvent, Attri
     owner: tuple[int, int] | None = None  # (local rank, line) of a traceback's owner
     roles = ctx.roles
     for ev in sc.events:
+        declared = roles.names(ev.pattern_id)  # empty for most events: no role to look up
         rank = ev.rank if ev.rank is not None else file_rank
-        if rank is None:
+        if rank is None and declared:
             rank = roles.int(ev, "global_rank")
         if rank is None:
             rank = default_pg_rank(ev)
         local_rank = ev.local_rank
-        if local_rank is None:
+        if local_rank is None and declared:
             local_rank = roles.int(ev, "local_rank")
         local_rank, owner = _owned(ev, rank, local_rank, owner, roles)
         rank, local_rank = _by_worker(ev, rank, local_rank, ctx)
@@ -302,8 +306,11 @@ def _time(ev: RawEvent, ctx: _Context) -> datetime | None:
 def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks:
     """The process -> rank map that NCCL's init and channel lines give (``commranks.py``)."""
     claims: list[Claim] = []
+    declared = roles.names
     for sc in scans:
         for ev in sc.events:
+            if "comm_rank" not in declared(ev.pattern_id):
+                continue
             rank = roles.int(ev, "comm_rank")
             if rank is None:
                 continue  # most events: no claim, so no host or pid to look up

@@ -142,6 +142,8 @@ def _extent(
             if ev.task is not None:
                 out.tasks.add(ev.task)
             _vote(out.votes, ev.rank, ev.local_rank, ev.task)
+            if not ev.fields:
+                continue  # no capture: no world size, argument or task to read
             ws = _world_size_of(ev, roles)
             if ws and ws.isdecimal():
                 out.world[int(ws)] += 1
@@ -238,11 +240,16 @@ class _Seen:
 def _see(out: _Seen, ev: RawEvent, roles: Roles) -> None:
     """Add one event's hosts, ranks and teardown pids to ``out``."""
     out.task = out.task or ev.task is not None
-    h = roles.get(ev, "host") or ev.nccl_host
+    declared = roles.names(ev.pattern_id)  # empty for most events: no role to look up
+    h = (declared and roles.get(ev, "host")) or ev.nccl_host
     if h and h not in _LOOPBACK:
         out.hosts.add(short_host(h) or h)
-    lr = ev.local_rank if ev.local_rank is not None else roles.int(ev, "local_rank")
-    r = ev.rank if ev.rank is not None else roles.int(ev, "global_rank")
+    lr = ev.local_rank
+    if lr is None and declared:
+        lr = roles.int(ev, "local_rank")
+    r = ev.rank
+    if r is None and declared:
+        r = roles.int(ev, "global_rank")
     if lr is not None:
         out.locals.add(lr)
         if "death-record" not in roles.tags(ev):
@@ -250,7 +257,8 @@ def _see(out: _Seen, ev: RawEvent, roles: Roles) -> None:
     if r is not None:
         out.globals.add(r)
         out.mismatch = out.mismatch or (lr is not None and lr != r)
-    if "subprocess-kill" in roles.tags(ev) and (pid := roles.int(ev, "pid")) is not None:
+    killed = declared and "subprocess-kill" in roles.tags(ev)
+    if killed and (pid := roles.int(ev, "pid")) is not None:
         out.killed.add(pid)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from types import MappingProxyType
 
 import regex
@@ -64,6 +65,7 @@ def task_ids(spec: str) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def short_host(host: str | None) -> str | None:
     """SLURM and NCCL print short hostnames, torchrun the FQDN: compare the short form."""
     if not host or _ADDRESS.fullmatch(host):
