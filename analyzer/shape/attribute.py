@@ -313,7 +313,7 @@ def _comm_ranks(scans: list[FileScan], roles: Roles, geo: Geometry) -> CommRanks
                 continue
             rank = roles.int(ev, "comm_rank")
             if rank is None:
-                continue  # most events: no claim, so no host or pid to look up
+                continue  # a claim pattern's line without a rank: no host or pid to look up
             host = short_host(roles.get(ev, "host") or ev.nccl_host)
             pid = roles.int(ev, "pid")
             if host is None or pid is None:
