@@ -23,6 +23,11 @@ counts the pages a forked worker shares with the parent twice, PSS once), the st
 rank the generator made run out of memory. A wrong verdict exits 1. Targets (issue 16,
 reported, not asserted): realistic <= 2x rg, dense <= 3x rg, peak RSS <= 300 MB (the largest
 process, and the tree's PSS), a small job <= 0.3 s.
+
+Every Python command runs with its modules' bytecode cached (``PYTHONPYCACHEPREFIX`` under
+the data directory, ``PYTHONDONTWRITEBYTECODE`` unset), as an installed wheel has it.
+``--stages`` also times each stage of one diagnosis per job in one process
+(``stages.py``), the fixed part (everything but reading) against rg.
 """
 
 from __future__ import annotations
@@ -246,6 +251,38 @@ def check_verdict(run: Run, job: Path) -> tuple[bool, str]:
 def grep_total(out: bytes) -> int:
     """Matching lines over all files from ``-c`` output (``path:count`` lines)."""
     return sum(int(line.rsplit(b":", 1)[1]) for line in out.splitlines() if b":" in line)
+
+
+def installed_bytecode(data: Path) -> None:
+    """Run every Python command here with its modules' bytecode cached, as an installed wheel
+    has it (pip compiles it at install): under ``PYTHONDONTWRITEBYTECODE`` (set on some
+    machines) each run would compile the tool's modules from source again, about 0.2 s. The
+    cache goes under ``data`` (``PYTHONPYCACHEPREFIX``), never into the checkout; the
+    untimed warm-up run of each command fills it."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str((data / "pycache").resolve())
+
+
+def stages(job: Path, baseline: Path | None = None) -> dict[str, float]:
+    """Wall seconds of each stage of one diagnosis of ``job`` (``stages.py``), after an
+    untimed run; with ``baseline``, of that checkout's code."""
+    cmd = [sys.executable, "-P", str(HERE / "stages.py"), str(job), "--json"]
+    env = {**os.environ, "PYTHONPATH": str((baseline or ROOT).resolve())}
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def fmt_stages(rows: list[tuple[str, dict[str, float], float | None]]) -> str:
+    """A table of :func:`stages` per job, with rg's median wall time beside the fixed part."""
+    names = ["interpreter", "imports", "catalog", "discovery", "reading", "attribution"]
+    names += ["records", "facts", "decision", "report", "fixed"]
+    lines = ["| job | " + " | ".join(names) + " | rg | fixed/rg |", "|" + "---|" * (len(names) + 3)]
+    for label, st, rg in rows:
+        cells = " | ".join(f"{st[n]:.3f}" for n in names)
+        tail = f"{rg:.3f} | {st['fixed'] / rg:.2f}" if rg else "- | -"
+        lines.append(f"| {label} | {cells} | {tail} |")
+    return "\n".join(lines)
 
 
 AC_ENV = {"MCORE_DIAGNOSE_PREFILTER": "ahocorasick"}
@@ -741,6 +778,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure the prefilter engines (single core, first 256 MB of the job)",
     )
     ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="also time each stage of one diagnosis per job, in one process (stages.py): the "
+        "fixed part (everything but reading) against rg",
+    )
+    ap.add_argument(
         "--quick",
         action="store_true",
         help="CI mode: a ~20 MB job on 16 nodes, one run, verdict check, no timing claims",
@@ -781,10 +824,12 @@ def main(argv: list[str] | None = None) -> int:
         if not triage_sizes or triage_sizes[0] < 1:
             ap.error("--triage-jobs: at least one positive job count")
     a.data.mkdir(parents=True, exist_ok=True)
+    installed_bytecode(a.data)
     needles = a.data / "needles.txt"
     n = load_needles(needles)
     print(f"catalog: {n} needles -> {needles}", file=sys.stderr)
     results: list[Result] = []
+    staged: list[tuple[str, dict[str, float], float | None]] = []
     all_ok = True
     for label, size, nodes, dense, info in jobs:
         job = ensure_job(a.data, size, nodes, gpus, a.seed, dense, info)
@@ -794,6 +839,11 @@ def main(argv: list[str] | None = None) -> int:
         rows["tool"].files = sum(1 for p in job.rglob("*") if p.is_file()) - 1
         all_ok &= ok
         results.append((label, nbytes, rows, ok))
+        if a.stages:
+            rg = rows["rg"].med("wall") if "rg" in rows else None
+            staged.append((label, stages(job), rg))
+            if a.baseline is not None:
+                staged.append((f"{label}, baseline", stages(job, a.baseline), rg))
     triage: list[TriageResult] = []
     if "triage" in wanted:
         _base, roots = ensure_triage(a.data, triage_sizes, a.seed)
@@ -812,6 +862,10 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"mcore-diagnose vs rg/grep, {os.cpu_count()} CPUs, medians of {runs} run(s)")
         print(fmt_table(results))
+    if staged:
+        print()
+        print("stages of one diagnosis, wall seconds, one process (reading with its workers):")
+        print(fmt_stages(staged))
     if triage:
         print()
         kinds = ", ".join(k for k, _ in TRIAGE_FAILURES)
@@ -845,6 +899,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(
                 {
                     "startup_s": su,
+                    "stages": [{"job": lb, **st, "rg_s": rg} for lb, st, rg in staged],
                     "jobs": [
                         {
                             "profile": label,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import random
 import subprocess
 import sys
@@ -52,13 +53,50 @@ def test_generated_job_is_diagnosed_as_the_oom_rank(tmp_path: Path) -> None:
 def test_bench_quick_mode_passes(tmp_path: Path) -> None:
     """What ``.ci/run`` needs: the one-command benchmark runs and checks the verdict."""
     r = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/bench.py"), "--quick", "--data", str(tmp_path)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks/bench.py"),
+            "--quick",
+            "--stages",
+            "--data",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verdict: ok" in r.stdout
+    # --stages: one row per job, the fixed part against rg's time
+    table = r.stdout.split("stages of one diagnosis", 1)[1]
+    assert "| realistic | " in table and "fixed/rg" in table
+    # the tool ran from bytecode cached under the data directory, as an install has it
+    assert list((tmp_path / "pycache").rglob("analyzer/read/*.pyc"))
+
+
+def test_stages_script_times_every_stage_of_a_diagnosis() -> None:
+    """``benchmarks/stages.py``: each stage's wall time, and the fixed part is every stage but
+    reading plus the interpreter's start."""
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks/stages.py"),
+            str(ROOT / "sample_logs/real/exception-cascade"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    stages = ["imports", "catalog", "discovery", "reading", "attribution", "records", "facts"]
+    stages += ["decision", "report"]
+    assert list(got) == ["interpreter", *stages, "fixed"]
+    assert all(v > 0 for v in got.values())
+    others = got["interpreter"] + sum(got[k] for k in stages if k != "reading")
+    assert got["fixed"] == pytest.approx(others)
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
