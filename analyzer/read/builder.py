@@ -27,6 +27,7 @@ from analyzer.read.discover import LogFile
 from analyzer.read.firstlines import LaneKey, lane_key
 from analyzer.read.fold import Item, RepeatBound
 from analyzer.read.match import CACHE_MAX_LINE, WINDOW_BYTES, LineMatcher
+from analyzer.read.progresslines import Run
 from analyzer.read.records import RawEvent, message_ref
 from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
 from analyzer.read.wrap import continues, unwrap
@@ -130,6 +131,8 @@ class EventBuilder:
         """Open tracebacks by writer, oldest first."""
         self.started = False
         """Whether the file's first line has been looked at (``_head``)."""
+        self._run = Run(matcher.progress_names)
+        """Progress lines gathered for ``RepeatBound.extend``."""
 
     # -- blocks ---------------------------------------------------------------------------
     def block(self, blk: Block, starts: list[int]) -> None:
@@ -139,6 +142,11 @@ class EventBuilder:
         # Claim lines already seen (``firstlines``: their keys found a block at a time) are
         # only counted, at their place: what ``_lane`` would do with each of them.
         keys = self.matcher.first_keys(blk.data)
+        # Progress lines (``progresslines``: their captures found a block at a time) whose
+        # group keeps its first line already are gathered in runs, added to it in one go
+        # before anything else is read (``RepeatBound.extend``): what ``_lane`` would keep.
+        rows = self.matcher.progress_rows(blk.data)
+        run, bound = self._run, self.bound
         lanes = self.lanes
         i = 0
         while True:
@@ -155,8 +163,15 @@ class EventBuilder:
                 self.bound.repeat(g)
                 i += 1
                 continue
+            if rows and (r := rows.get(s)) is not None:
+                g = bound.past_first(_NO_WRITER, r[0])
+                if g is not None and run.add(g, r[0], s, r[1]):
+                    i += 1
+                    continue
+            run.end(bound, blk)
             pos = self._candidate(blk, s)
-        self.bound.settle()
+        run.end(bound, blk)
+        bound.settle()
 
     def finish(self) -> list[RawEvent]:
         """Close what is still open at the end of the file; every kept event in file order."""

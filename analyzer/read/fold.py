@@ -111,6 +111,8 @@ class RepeatBound:
         """Groups past their first ``keep`` that got items since the last :meth:`settle`."""
         self._kinds: dict[str, tuple[tuple[str, ...], bool, int, bool]] = {}
         """Per pattern id, what its lines' groups need (see :meth:`_kind`)."""
+        self._past: dict[Hashable, _Group] = {}
+        """Groups :meth:`past_first` found past their first lines, by key."""
 
     def _kind(self, pattern: Any) -> tuple[tuple[str, ...], bool, int, bool]:
         """(identity captures, whether its lines are facts that repeat, lines kept at each
@@ -176,6 +178,67 @@ class RepeatBound:
         # hit-dense log): no second lookup of the group
         self._to_tail(g, item, context)
         return None
+
+    def past_first(self, writer: Hashable, pattern: Any) -> _Group | None:
+        """The group of ``pattern``'s lines by ``writer`` once it keeps its first line, where
+        ``pattern`` is a ``progress`` pattern without identity captures (one group per
+        writer, the last line kept at its end): later lines may then be added in a run
+        (:meth:`extend`). None otherwise."""
+        key = (writer, pattern.id, pattern.role)
+        g = self._past.get(key)
+        if g is not None:
+            return g
+        names, context, keep, first = self._kinds.get(pattern.id) or self._kind(pattern)
+        if names or first or not context or keep != KEEP_PROGRESS:
+            return None
+        g = self._groups.get(key)
+        if g is None or len(g.first) < g.keep or g.tail.maxlen != 1:
+            return None
+        self._past[key] = g  # a group past its first lines stays so
+        return g
+
+    def extend(
+        self,
+        g: _Group,
+        rows: list[tuple[str, ...]],
+        names: tuple[tuple[str, int], ...],
+        item_at: Callable[[int], Item],
+    ) -> None:
+        """Add a run of lines to a group :meth:`past_first` gave, with what :meth:`offer`
+        would leave of them one by one: the count, the last line at the group's end, and the
+        lines holding new extremes of an integer capture. ``rows``: each line's captures,
+        ``names`` saying which capture each position holds ("" for none); ``item_at(j)``
+        makes the item of line ``j``, asked only for the lines kept, in file order."""
+        g.n += len(rows)
+        last = len(rows) - 1
+        plan: list[tuple[str, bool, int, int]] = []  # (capture, high end, value, line)
+        his, los = g.hi, g.lo
+        for k, i in names:
+            col = [r[i] for r in rows]
+            dec = list(map(str.isdecimal, col))
+            if all(dec):
+                ints: list[int | None] = list(map(int, col))
+                got: list[int] = ints  # type: ignore[assignment]
+            elif any(dec):
+                ints = [int(v) if d else None for v, d in zip(col, dec, strict=True)]
+                got = [v for v in ints if v is not None]
+            else:
+                continue
+            hi, lo = max(got), min(got)
+            cur = his.get(k)
+            # one by one, the first line to reach a new extreme holds it (``_extremes``)
+            if cur is None or hi > cur[0]:
+                plan.append((k, True, hi, ints.index(hi)))
+            if cur is None or lo < los[k][0]:
+                plan.append((k, False, lo, ints.index(lo)))
+        made = {j: item_at(j) for j in sorted({last, *[p[3] for p in plan]})}
+        for k, high, v, j in plan:
+            (his if high else los)[k] = (v, made[j])
+        # the group's end holds one line: the last (``_to_tail``)
+        g.tail.append(made[last])
+        if not g.touched:
+            g.touched = True
+            self._touched.append(g)
 
     @staticmethod
     def repeat(group: _Group) -> None:
@@ -274,6 +337,7 @@ class RepeatBound:
         # every folded item, and the block it points into, alive until the next full
         # garbage collection, which a job with many files and events rarely gets).
         self._groups = {}
+        self._past = {}
         self._touched = []
         self._build = _finished
         return evs

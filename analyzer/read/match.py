@@ -26,6 +26,7 @@ from analyzer.lines.pastes import head_lines, may_be_pasted, pasted_prefix, quot
 from analyzer.lines.prefixes import Prefixed, split_prefixes
 from analyzer.read.firstlines import FirstLines, LaneKey
 from analyzer.read.prefilter import Prefilter
+from analyzer.read.progresslines import Names, ProgressLines, Row
 from analyzer.util.sanitize import clean_line, decode
 
 CACHE_LINES = 4096
@@ -74,6 +75,8 @@ class LineMatcher:
         self._firsts = FirstLines(self._lanes)
         """The lane patterns that need only their first line per claim, read a block at a
         time (``first_keys``)."""
+        self._progress = ProgressLines(self._lanes)
+        """The lane patterns of ``progress`` lines, read a block at a time (``progress_rows``)."""
         self._user = [p for p in catalog.patterns if p.user]
         """The patterns a timeout can switch off (read after every file: not all 300)."""
         self._starts: set[int] = set()
@@ -177,6 +180,19 @@ class LineMatcher:
         if per_line is None or self.quoted or self.pasted or not self._firsts:
             return {}
         return self._firsts.keys(data, per_line, CACHE_MAX_LINE)
+
+    def progress_rows(self, data: bytes) -> dict[int, tuple[Pattern, Row]]:
+        """Line start -> (pattern, captures) of the lines of ``data`` that would take the
+        lane for a ``progress`` pattern, as the lane would read them
+        (``progresslines.ProgressLines``); empty where no line can."""
+        per_line = self._line_needles
+        if per_line is None or self.quoted or self.pasted or not self._progress:
+            return {}
+        return self._progress.rows(data, per_line, CACHE_MAX_LINE)
+
+    def progress_names(self, p: Pattern) -> Names:
+        """Which capture each position of ``p``'s rows (``progress_rows``) holds."""
+        return self._progress.names[p.id]
 
     def line(self, raw: bytes) -> tuple[str, Prefixed]:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
