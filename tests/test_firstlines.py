@@ -23,7 +23,7 @@ from analyzer.read.firstlines import FirstLines, lane_key, line_local
 from analyzer.read.match import CACHE_MAX_LINE, LineMatcher
 from tests.helpers import builtin_catalog
 from tests.test_bench_ncclinfo import _module
-from tests.test_reader_needs import JOBS, _read, read_both
+from tests.test_reader_needs import JOBS, _read, assert_same_without
 
 PRE = "node001:1234:1240 [0] NCCL INFO "
 LINES = [
@@ -156,5 +156,4 @@ def test_a_nccl_info_job_reads_the_same_events_without_the_batch(
 def test_every_bundled_and_wild_job_reads_the_same_events_without_the_batch(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batched, unbatched = read_both(job, lambda: _no_batch(monkeypatch))
-    assert unbatched == batched
+    assert_same_without(job, lambda: _no_batch(monkeypatch))

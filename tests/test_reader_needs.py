@@ -71,6 +71,12 @@ def read_both(
     return fast, _read(job, Catalog(list(catalog.patterns), catalog.sources))
 
 
+def assert_same_without(job: Path, switch_off: Callable[[], None]) -> None:
+    """``job`` reads the same events after ``switch_off()`` (``read_both``)."""
+    fast, slow = read_both(job, switch_off)
+    assert slow == fast
+
+
 def test_the_first_need_is_declared_on_nccl_claims() -> None:
     """The communicator and channel lines (hundreds per process at NCCL_DEBUG=INFO) are read
     for their first line per claim; a test that cannot see the declaration proves nothing."""

@@ -63,12 +63,19 @@ def line_local(p: Pattern) -> bool:
     """Whether ``p``'s regex, run over lines joined by newlines, matches each line as it
     matches the line alone: nothing in it can match a newline or look past the line's ends,
     and it has groups (a key of captures)."""
+    return joinable(p, _LOOKS_PAST_LINE)
+
+
+def joinable(p: Pattern, unsafe: re.Pattern[str]) -> bool:
+    """Whether ``p``'s regex can be run over lines joined by newlines: a ``str`` regex with
+    groups, none of the flags that change what ``.``, ``^``, ``$`` or a space mean, and none
+    of the constructs ``unsafe`` finds in its source."""
     rx = p.regex
     return (
         isinstance(rx.pattern, str)
         and rx.groups > 0
         and not rx.flags & (regex.DOTALL | regex.MULTILINE | regex.VERBOSE)
-        and _LOOKS_PAST_LINE.search(rx.pattern) is None
+        and unsafe.search(rx.pattern) is None
     )
 
 

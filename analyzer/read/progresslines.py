@@ -32,7 +32,7 @@ import regex
 
 from analyzer.catalog.model import Pattern
 from analyzer.lines.prefixes import NCCL_PROC
-from analyzer.read.firstlines import plain_spans
+from analyzer.read.firstlines import joinable, plain_spans
 from analyzer.read.fold import IDENTITY_CAPTURES, KEEP_PROGRESS, Item, RepeatBound
 from analyzer.read.search import Block
 
@@ -56,13 +56,7 @@ what they match: a match through a newline shows in the count of matches."""
 def bulk_local(p: Pattern) -> bool:
     """Whether ``p``'s regex, run over lines joined by newlines, matches each line as it
     matches the line alone or runs into the next line (which the count of matches shows)."""
-    rx = p.regex
-    return (
-        isinstance(rx.pattern, str)
-        and rx.groups > 0
-        and not rx.flags & (regex.DOTALL | regex.MULTILINE | regex.VERBOSE)
-        and _SEES_PAST_LINE.search(rx.pattern) is None
-    )
+    return joinable(p, _SEES_PAST_LINE)
 
 
 def takes_bulk(p: Pattern) -> bool:
