@@ -160,7 +160,7 @@ class EventBuilder:
                 break
             s = starts[i]
             if keys and (g := lanes.get(keys.get(s))) is not None:  # type: ignore[arg-type]
-                self.bound.repeat(g)
+                bound.repeat(g)
                 i += 1
                 continue
             if rows and (r := rows.get(s)) is not None:

@@ -201,7 +201,7 @@ class RepeatBound:
         self,
         g: _Group,
         rows: list[tuple[str, ...]],
-        names: tuple[tuple[str, int], ...],
+        names: tuple[tuple[str, int], ...],  # ``progresslines.Names``
         item_at: Callable[[int], Item],
     ) -> None:
         """Add a run of lines to a group :meth:`past_first` gave, with what :meth:`offer`

@@ -39,6 +39,8 @@ from analyzer.read.search import Block
 Row = tuple[str, ...]
 """What ``findall`` gives a line: the guard (empty where the lane would not read the line
 this way), then the pattern's groups ("" for one that took no part)."""
+Names = tuple[tuple[str, int], ...]
+"""(capture name, its index in a row) for each of a pattern's captures."""
 
 BARE = "(?: +(?![ 0-9|+\\n])[\\x00-\\x7f]|" + NCCL_PROC + ")"
 """``prefixes.bare`` of a line (without a newline), as a regex at the line's start: an indent that
@@ -79,7 +81,7 @@ class ProgressLines:
         """Needle index -> its pattern, for the lane patterns read here."""
         self._line_rx: dict[str, Any] = {}
         """Pattern id -> its line-anchored form: one match per line."""
-        self.names: dict[str, tuple[tuple[str, int], ...]] = {}
+        self.names: dict[str, Names] = {}
         """Pattern id -> (capture name, its index in a row), as ``Pattern.fields`` reads them."""
         for nid, p in lanes.items():
             if takes_bulk(p):
@@ -116,9 +118,6 @@ class ProgressLines:
                 continue  # a match ran into the next line: these lines take the lane
             out.update((s, (p, row)) for (s, _e), row in zip(spans, found, strict=True) if row[0])
         return out
-
-
-Names = tuple[tuple[str, int], ...]
 
 
 class Run:
