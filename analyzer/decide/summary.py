@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide import wording
-from analyzer.decide.ordering import first_per_rank
 from analyzer.decide.verdict import RankRow, Verdict
 from analyzer.model.event import Event
 from analyzer.shape.facts import JobFacts
@@ -102,14 +101,20 @@ def phase(v: Verdict, facts: JobFacts) -> str | None:
     return "training"
 
 
+def logged_order(r: Event) -> tuple[datetime, bool, str, int]:
+    """A rank's events in the order ``events --by-rank`` reads them for its first event
+    (``shape.table.by_rank``): time (undated last), a root event before a symptom of the same
+    time, then file and line; so the grid, the timeline and JSON's ``ranks`` agree with it."""
+    return (r.time or datetime.max, r.role != "root", r.file, r.line)
+
+
 def rank_table(rows: Sequence[Event], universe: Iterable[int]) -> dict[int, RankRow]:
     """Each rank's first event (node, role, category, time) for the rank grid, and an empty
     row for every other rank of the job."""
-    ranks: dict[int, RankRow] = {
-        r.rank: RankRow(r.node, r.role, r.category, r.time)
-        for r in first_per_rank(r for r in rows if r.role != "context")
-        if r.rank is not None
-    }
+    ranks: dict[int, RankRow] = {}
+    for r in sorted((r for r in rows if r.role != "context"), key=logged_order):
+        if r.rank is not None and r.rank not in ranks:
+            ranks[r.rank] = RankRow(r.node, r.role, r.category, r.time)
     for rk in universe:
         ranks.setdefault(rk, RankRow())
     return ranks

@@ -119,7 +119,14 @@ def by_rank(events: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(
             schema={"rank": pl.Int64, "node": pl.Utf8, "local_rank": pl.Int64, "events": pl.Int64}
         )
-    ev = events.filter(pl.col("role") != "context").sort(["time", "file", "line"], nulls_last=True)
+    # A rank's first event: the earliest, a root event before a symptom of the same time, then
+    # file and line (decide.summary.logged_order is the same order for the grid and JSON).
+    ev = (
+        events.filter(pl.col("role") != "context")
+        .with_columns((pl.col("role") != "root").alias("_later"))
+        .sort(["time", "_later", "file", "line"], nulls_last=True)
+        .drop("_later")
+    )
     first = ev.group_by("rank", maintain_order=True).agg(
         pl.col("node").drop_nulls().first().alias("node"),
         pl.col("local_rank").drop_nulls().first().alias("local_rank"),
