@@ -56,3 +56,35 @@ def test_grid_cell_is_the_by_rank_first_event_where_they_disagreed() -> None:
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_grid_and_by_rank_agree_on_every_sample(sample: Path) -> None:
     assert _grid_vs_by_rank(analysis(sample)) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 15: `triage --sacct` without sacct says so, once, on stderr
+# ---------------------------------------------------------------------------------------------
+
+
+def test_triage_sacct_without_sacct_says_the_columns_are_empty(tmp_path: Path) -> None:
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers import REAL
+
+    root = tmp_path / "root"
+    shutil.copytree(REAL / "exception-cascade", root / "job")
+    bindir = tmp_path / "bin"  # a PATH with no sacct on it
+    bindir.mkdir()
+    out = tmp_path / "t.json"
+    env = {**os.environ, "PATH": str(bindir), "NO_COLOR": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "triage", str(root), "-j", "1", "--sacct",
+         "-o", str(out)],
+        capture_output=True, text=True, env=env, check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if "sacct" in ln and str(tmp_path) not in ln]
+    assert len(said) == 1, r.stderr
+    assert "sacct is not installed" in said[0] and "empty" in said[0]
+    assert json.loads(out.read_text())[0]["job_name"] is None

@@ -186,7 +186,7 @@ def _add_sacct(rows: list[dict[str, Any]], verbose: bool) -> None:
     info, why = sacct_info(str(r.get("job_id") or "") for r in rows)
     for r in rows:
         r.update(info.get(str(r.get("job_id") or ""), {}))
-    if why and verbose:
+    if why:  # asked for with --sacct: say why the columns are empty, verbose or not
         typer.echo(f"mcore-diagnose triage: no SLURM job details: {why}", err=True)
 
 

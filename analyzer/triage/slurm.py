@@ -49,13 +49,16 @@ def parse_sacct(text: str) -> dict[str, dict[str, Any]]:
 def sacct_info(
     job_ids: Iterable[str], *, sacct: str = "sacct", timeout: float = 20.0
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """SLURM's record of each job id that looks like one, and why there is none (or None)."""
+    """SLURM's record of each job id that looks like one, and why there is none (or None): one
+    sentence that says which columns stay empty when ``sacct`` is not installed."""
     ids = sorted({j for j in job_ids if _JOB_ID.match(j)})
     if not ids:
         return {}, None
     exe = shutil.which(sacct)
     if exe is None:
-        return {}, "sacct is not installed here"
+        return {}, (
+            "sacct is not installed here: the columns " + ", ".join(COLUMNS) + " are empty"
+        )
     info: dict[str, dict[str, Any]] = {}
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
