@@ -65,6 +65,21 @@ def _builtin_catalog() -> Catalog:
     return load_catalog(use_env=False)
 
 
+def read_problem(lf: LogFile, exc: BaseException, bytes_read: int) -> str:
+    """The one-line warning for a file whose reading stopped at ``exc`` after ``bytes_read``
+    bytes (decompressed bytes for a ``.gz``), which were read."""
+    if lf.compressed and isinstance(exc, EOFError):
+        what = "compressed file ends early (cut short before gzip's end-of-stream marker)"
+    elif lf.compressed:
+        what = f"compressed file is corrupt ({exc})"
+    else:
+        what = f"read error ({getattr(exc, 'strerror', None) or exc})"
+    if not bytes_read:
+        return f"{lf.rel}: {what}; nothing in it could be read"
+    unit = "bytes that decompressed" if lf.compressed else "bytes before it"
+    return f"{lf.rel}: {what}; read the {bytes_read:,} {unit}"
+
+
 class FileScanner:
     """Scan files with one catalog and prefilter (build once, reuse for every file)."""
 
@@ -115,8 +130,7 @@ class FileScanner:
         try:
             read(search.blocks(clock))
         except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            kind = "compressed file ends early or is corrupt" if lf.compressed else "read error"
-            out.problem = f"{lf.rel}: {kind} ({exc}); used what could be read"
+            out.problem = read_problem(lf, exc, search.bytes_read)
             read(search.rest(clock))
         out.events = builder.finish()
         out.bytes_read = search.bytes_read

@@ -10,7 +10,9 @@ looking back across block boundaries.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.lines.timestamps import Stamp, find_stamp
@@ -21,6 +23,8 @@ from analyzer.util.sanitize import clean_line, decode
 BLOCK_BYTES = 8 << 20
 MAX_LINE_BYTES = 1 << 20
 """A line longer than this is cut into pieces for matching (a window around each hit)."""
+GZIP_PIECE_BYTES = 1 << 20
+"""At most this much decompressed at a time (pieces joined into a block)."""
 LOOKBACK_BYTES = 16 << 10
 LOOKBACK_LINES = 200
 SIGNATURE_OVERLAP = 64
@@ -68,9 +72,35 @@ def raw_blocks(lf: LogFile, block_bytes: int) -> Iterator[bytes]:
             while t := text.read(max(1, block_bytes // 2)):
                 yield t.encode("utf-8", errors="replace")
         return
-    with gzip.open(lf.path, "rb") if lf.compressed else open(lf.path, "rb", buffering=0) as fh:
+    if lf.compressed:
+        yield from gzip_blocks(lf.path, block_bytes)
+        return
+    with open(lf.path, "rb", buffering=0) as fh:
         while b := fh.read(block_bytes):
             yield b
+
+
+def gzip_blocks(path: Path, block_bytes: int) -> Iterator[bytes]:
+    """A gzip file decompressed in blocks of ``block_bytes``. A file cut short or corrupt yields
+    every byte that decompressed before its error is raised (``GzipFile.read(n)`` drops the
+    bytes of the block it was filling when the stream ends early)."""
+    pieces: list[bytes] = []
+    have = 0
+    error: Exception | None = None
+    with gzip.open(path, "rb") as fh:
+        try:
+            while piece := fh.read1(min(block_bytes - have, GZIP_PIECE_BYTES)):
+                pieces.append(piece)
+                have += len(piece)
+                if have >= block_bytes:
+                    yield b"".join(pieces)
+                    pieces, have = [], 0
+        except (OSError, EOFError, zlib.error) as exc:
+            error = exc
+    if pieces:
+        yield b"".join(pieces)
+    if error is not None:
+        raise error
 
 
 class Searcher:
