@@ -88,3 +88,56 @@ def test_triage_sacct_without_sacct_says_the_columns_are_empty(tmp_path: Path) -
     assert len(said) == 1, r.stderr
     assert "sacct is not installed" in said[0] and "empty" in said[0]
     assert json.loads(out.read_text())[0]["job_name"] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 14: the catalog cache keeps the few most recently used markers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_catalog_cache_keeps_the_most_recently_used_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from analyzer.catalog import cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    d = tmp_path / "mcore-diagnose"
+    keys = [f"{i:032x}" * 2 for i in range(cache.KEEP + 6)]
+    for i, key in enumerate(keys):  # one a day, oldest first
+        cache.mark_validated(key, [{"pattern": []}])
+        marker = d / f"validated-{key[:32]}"
+        os.utime(marker, (1_000_000 + i * 86400,) * 2)
+    (d / "README").write_text("not a marker")  # synthetic: a file the cache did not write
+    assert cache.is_validated(keys[0]) is False  # pruned on a later write
+    assert cache.is_validated(keys[-1])
+    markers = sorted(p.name for p in d.glob("validated-*"))
+    assert len(markers) == cache.KEEP  # not one per pattern set or version
+    assert (d / "README").exists()
+    # a marker that is used survives the next writes; one that is not goes
+    used, unused = keys[-cache.KEEP], keys[-cache.KEEP + 1]
+    assert cache.is_validated(used)
+    cache.mark_validated(f"{999:032x}" * 2, [])
+    assert cache.is_validated(used) and not cache.is_validated(unused)
+
+
+def test_catalog_cache_prune_tolerates_a_marker_removed_meanwhile(tmp_path: Path) -> None:
+    from analyzer.catalog import cache
+
+    for i in range(cache.KEEP + 2):
+        (tmp_path / f"validated-{i:032x}").write_text("[]")
+    gone = tmp_path / f"validated-{0:032x}"
+    real_glob = Path.glob
+
+    def racing_glob(self: Path, pattern: str):  # type: ignore[no-untyped-def]
+        found = list(real_glob(self, pattern))
+        gone.unlink()  # another run pruned it between the listing and the removal
+        return found
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(Path, "glob", racing_glob):
+        cache.prune(tmp_path)
+    assert len(list(tmp_path.glob("validated-*"))) == cache.KEEP

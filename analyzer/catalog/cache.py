@@ -6,6 +6,11 @@ leaves an empty marker file named by the SHA-256 of both in the user's cache dir
 (``$XDG_CACHE_HOME/mcore-diagnose``, else ``~/.cache/mcore-diagnose``; never the job
 directory). A cache that cannot be read or written is ignored: the catalog is then validated
 every run, as without the cache. Set ``MCORE_DIAGNOSE_NO_CACHE=1`` to bypass it.
+
+The directory holds at most :data:`KEEP` markers: each write removes the least recently used
+(by modification time; a marker is touched when it is used), so new versions and pattern sets
+do not pile up. Safe when several runs share the directory: a marker another run removed is
+simply validated again.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -29,6 +35,10 @@ _CODE = (
 )
 """The modules (under ``analyzer/``) whose behaviour decides whether a catalog validates."""
 NO_CACHE_ENV = "MCORE_DIAGNOSE_NO_CACHE"
+KEEP = 8
+"""Markers kept in the cache directory (the most recently used)."""
+_STALE_TMP_S = 3600
+"""A temporary file older than this was left by a run that died: removed when pruning."""
 
 
 def cache_dir() -> Path | None:
@@ -66,10 +76,15 @@ def _marker(key: str | None) -> Path | None:
 def is_validated(key: str | None) -> bool:
     """Whether the catalog with this key passed validation before."""
     m = _marker(key)
+    if m is None:
+        return False
     try:
-        return m is not None and m.is_file()
+        found = m.is_file()
     except OSError:
         return False
+    if found:
+        _remove_or_touch(m, touch=True)  # used: the last to be pruned
+    return found
 
 
 def mark_validated(key: str | None, parsed: Sequence[Any] | None = None) -> None:
@@ -87,6 +102,43 @@ def mark_validated(key: str | None, parsed: Sequence[Any] | None = None) -> None
         tmp = m.with_name(f"{m.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, m)  # a reader never sees half a file
+    except OSError:
+        return
+    prune(m.parent)
+
+
+def prune(directory: Path, keep: int = KEEP) -> None:
+    """Remove all but the ``keep`` most recently used markers of ``directory`` (and temporary
+    files of runs that died); a file another run removed first, or that cannot be removed, is
+    skipped."""
+    markers: list[tuple[float, Path]] = []
+    now = time.time()
+    try:
+        entries = list(directory.glob("validated-*"))
+    except OSError:
+        return
+    for p in entries:
+        try:
+            mtime = p.stat().st_mtime
+        except OSError:  # removed meanwhile
+            continue
+        if p.name.endswith(".tmp"):
+            if now - mtime > _STALE_TMP_S:
+                _remove_or_touch(p)
+            continue
+        markers.append((mtime, p))
+    markers.sort(key=lambda mp: (mp[0], mp[1].name), reverse=True)
+    for _mtime, p in markers[keep:]:
+        _remove_or_touch(p)
+
+
+def _remove_or_touch(p: Path, touch: bool = False) -> None:
+    """Remove ``p`` (or set its time to now); a file gone or read-only is left as it is."""
+    try:
+        if touch:
+            os.utime(p)
+        else:
+            p.unlink(missing_ok=True)
     except OSError:
         pass
 
