@@ -19,6 +19,7 @@ from analyzer.model.event import Event
 from analyzer.read.discover import Discovery, discover
 from analyzer.read.job import ReadResult, read_job
 from analyzer.read.slurmjob import SlurmJob
+from analyzer.read.unreadable import why_unreadable
 from analyzer.shape.attribute import Attributed, attribute
 from analyzer.shape.facts import JobFacts, collect_facts
 from analyzer.shape.table import build_events, to_frame
@@ -288,21 +289,10 @@ class JobRun:
 
 
 def unreadable(a: Analysis, paths: Sequence[str | Path]) -> str | None:
-    """Why nothing of ``paths`` could be read (with what to do next), or None."""
-    if a.read.readable:
-        return None
-    names = ", ".join(str(p) for p in paths)
-    skipped = a.discovery.skipped
-    if a.read.problems:
-        msg = a.read.problems[0]
-    elif skipped:
-        msg = (
-            f"no log files in {names}: {len(skipped)} file(s) skipped "
-            f"(e.g. {skipped[0][0]}: {skipped[0][1]}); pass a log file directly or use --verbose"
-        )
-    else:
-        msg = f"{names}: empty directory, no log files to read"
-    return msg + "\nGive the job's log directory (where slurm-<jobid>.out is written)."
+    """Why nothing of ``paths`` could be read, a newline, and what to do next (each one line:
+    the command line prints them as one, JSON keeps them apart); None when something was read."""
+    why = why_unreadable(a.read, paths)
+    return None if why is None else "\n".join(why)
 
 
 def run_job(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -170,17 +171,37 @@ def terminal_width() -> int | None:
     return columns()
 
 
-def fail(message: str, code: int = EXIT_UNREADABLE) -> None:
-    """Print one clear line on stderr and exit."""
-    typer.echo(f"mcore-diagnose: {message}", err=True)
+def one_line(message: str) -> str:
+    """``message`` as one line: a problem and its hint (``analyzer.api.unreadable`` keeps them
+    on two lines for JSON) joined with ``; `` (``…; give the job's log directory (…)``)."""
+    head, *rest = [part.strip() for part in message.splitlines() if part.strip()] or [""]
+    for hint in rest:
+        head += "; " + hint[:1].lower() + hint[1:].rstrip(".")
+    return head
+
+
+def fail(message: str, code: int = EXIT_UNREADABLE) -> NoReturn:
+    """Print ``message`` on stderr as one clear line and exit with ``code``."""
+    typer.echo(f"mcore-diagnose: {one_line(message)}", err=True)
     raise typer.Exit(code)
 
 
 def _stdin_to_temp() -> Path:
-    fd, name = tempfile.mkstemp(prefix="mcore-diagnose-stdin-", suffix=".log")
-    with os.fdopen(fd, "wb") as out:
+    """Standard input copied into a file named ``(stdin)`` in a new temporary directory (the
+    name reports and messages show; ``_drop_stdin`` removes both)."""
+    from analyzer.read.unreadable import STDIN_NAME
+
+    path = Path(tempfile.mkdtemp(prefix="mcore-diagnose-stdin-")) / STDIN_NAME
+    with path.open("wb") as out:
         shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-    return Path(name)
+    return path
+
+
+def _drop_stdin(path: Path) -> None:
+    """Remove standard input's copy and its directory."""
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()
 
 
 def _check_baseline(baseline: list[Path] | None) -> None:
@@ -209,11 +230,11 @@ def _run(
     tmp: Path | None = None
     real: list[Path] = []
     for p in [*paths, *(extra or [])]:
-        if p == "-":
+        if p != "-":
+            real.append(Path(p))
+        elif tmp is None:  # standard input is read once, however often `-` is given
             tmp = _stdin_to_temp()
             real.append(tmp)
-        else:
-            real.append(Path(p))
     try:
         with progress_callback(show) as cb:
             return run_job(
@@ -228,7 +249,7 @@ def _run(
             )
     finally:
         if tmp is not None:
-            tmp.unlink(missing_ok=True)
+            _drop_stdin(tmp)
 
 
 def _catalog_hint(patterns: list[Path] | None) -> str:

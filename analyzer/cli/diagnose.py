@@ -21,6 +21,7 @@ from analyzer.cli.app import (
     _run,
     app,
     fail,
+    one_line,
 )
 from analyzer.cli.output import _write
 from analyzer.decide.verdict import (
@@ -120,7 +121,7 @@ def diagnose_cmd(
         run, problem = _run_one(job, catalog, workers, show_progress, fr, baseline, script)
         if problem is not None:  # one line, like a bad path; the message names the path
             codes.append(EXIT_UNREADABLE)
-            typer.echo(f"mcore-diagnose: {problem}", err=True)
+            typer.echo(f"mcore-diagnose: {one_line(problem)}", err=True)
             a = run.analysis if run is not None else None
             for i, tg in enumerate(targets):
                 if tg.fmt == "json":
