@@ -89,7 +89,7 @@ def test_plan_and_refuse_in_process(tmp_path: Path) -> None:
     log.write_text("x\n")
     with pytest.raises(OutputError, match="one of the logs"):
         refuse_inside([log], [str(log)])
-    refuse_inside([tmp_path / "elsewhere.txt", None], [str(log)])
+    refuse_inside([tmp_path.parent / "elsewhere.txt", None], [str(log)])
 
 
 SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "diagnose-on-failure.sbatch"

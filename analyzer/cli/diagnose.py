@@ -77,6 +77,18 @@ def diagnose_cmd(
         list[str] | None, typer.Option("--fr", help=FR_HELP, show_default=False, metavar="DIR")
     ] = None,
     baseline: GoodRunOpt = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--job",
+            metavar="ID",
+            help=(
+                "Read only the output of this SLURM job id in each directory given (a folder "
+                "of several jobs' outputs or job directories)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     script: Annotated[
         Path | None,
         typer.Option(
@@ -101,6 +113,7 @@ def diagnose_cmd(
     \b
       mcore-diagnose logs/job-1234/
       mcore-diagnose 1234                      # a SLURM job id
+      mcore-diagnose logs/ --job 1234          # only job 1234's files in logs/
       mcore-diagnose logs/job-1234/ -o report.html -o report.json
       mcore-diagnose logs/a/ logs/b/ -f json | jq .verdict.category
       mcore-diagnose slurm-1234.out train-1234.err --format json
@@ -109,7 +122,7 @@ def diagnose_cmd(
     from analyzer.report.outputs import job_label
     from analyzer.util.color import use_color
 
-    targets, jobs = _plan(paths, output, fmt, script)
+    targets, jobs = _plan(paths, output, fmt, script, only, [*(fr or []), *(baseline or [])])
     show_progress = not all(t.fmt == "json" for t in targets) and sys.stderr.isatty()
     tty = any(t.path is None for t in targets) and use_color(color, sys.stdout)
     catalog = _catalog(patterns)
@@ -118,7 +131,8 @@ def diagnose_cmd(
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        run, problem = _run_one(job, catalog, workers, show_progress, fr, baseline, script)
+        run, problem = _run_one(job, catalog, workers, show_progress, fr, baseline, script,
+                                targets)
         if problem is not None:  # one line, like a bad path; the message names the path
             codes.append(EXIT_UNREADABLE)
             typer.echo(f"mcore-diagnose: {one_line(problem)}", err=True)
@@ -140,10 +154,15 @@ def diagnose_cmd(
 
 
 def _plan(
-    paths: list[str], output: list[Path] | None, fmt: Format | None, script: Path | None
+    paths: list[str],
+    output: list[Path] | None,
+    fmt: Format | None,
+    script: Path | None,
+    only: str | None,
+    read_dirs: list[Any],
 ) -> tuple[list[Any], list[list[str]]]:
     """The output targets and the jobs, or a usage error in one line."""
-    from analyzer.cli.jobs import jobs_to_read
+    from analyzer.cli.jobs import check_job_option, jobs_to_read
     from analyzer.read.slurmjob import is_job_id
     from analyzer.report.outputs import OutputError, group_jobs, plan_outputs
 
@@ -153,7 +172,9 @@ def _plan(
         fail(str(exc), EXIT_USAGE)
     if script is not None and not script.is_file():
         fail(f"--script {script}: no such file; give the job's sbatch script", EXIT_USAGE)
-    jobs = jobs_to_read(group_jobs(paths, alone=is_job_id), targets)
+    check_job_option(only)
+    also = [str(p) for p in read_dirs] + ([str(script)] if script is not None else [])
+    jobs = jobs_to_read(group_jobs(paths, alone=is_job_id), targets, only, also)
     if len(jobs) > 1 and any(t.fmt == "html" for t in targets):
         fail(
             "an HTML report holds one job; give one job directory per run, or use "
@@ -184,9 +205,10 @@ def _run_one(
     fr: list[str] | None,
     baseline: list[Path] | None,
     script: Path | None,
+    targets: list[Any],
 ) -> tuple[Any, str | None]:
     """(the job's run or None, why it cannot be read or looked up)."""
-    slurm, logs, problem = _slurm_job(job)
+    slurm, logs, problem = _slurm_job(job, targets)
     if problem is not None:
         return None, problem
     try:
@@ -211,9 +233,11 @@ def _warn(a: Any, d: Any, prefix: str, skipped: bool) -> None:
         typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
 
 
-def _slurm_job(job: list[str]) -> tuple[Any, list[str], str | None]:
-    """(the SLURM job or None, the log paths to read, why a job id cannot be looked up)."""
+def _slurm_job(job: list[str], targets: list[Any]) -> tuple[Any, list[str], str | None]:
+    """(the SLURM job or None, the log paths to read, why a job id cannot be looked up); an
+    output onto the job's StdOut/StdErr or into their directory is a usage error."""
     from analyzer.read.slurmjob import SlurmJobError, is_job_id, lookup
+    from analyzer.report.outputs import OutputError, refuse_inside
 
     if len(job) != 1 or not is_job_id(job[0]):
         return None, job, None
@@ -221,7 +245,13 @@ def _slurm_job(job: list[str]) -> tuple[Any, list[str], str | None]:
         j = lookup(job[0])
     except SlurmJobError as exc:
         return None, [], str(exc)
-    return j, [str(f) for f in j.logs], None
+    logs = [str(f) for f in j.logs]
+    try:
+        refuse_inside([t.path for t in targets], logs)
+    except OutputError as exc:
+        j.cleanup()
+        fail(f"{exc} (the output of job {job[0]})", EXIT_USAGE)
+    return j, logs, None
 
 
 def _render_job(

@@ -3,11 +3,12 @@
 * ``-o FILE`` may be given several times; each file's format comes from its suffix
   (``.html``/``.htm``, ``.md``/``.markdown``, ``.json``/``.jsonl``, ``.txt``/``.text``; for
   ``events``: ``.csv``, ``.json``, ``.parquet``, ``.txt``). A suffix that names no format is an
-  error (not plain text in a ``.pdf``), unless ``--format`` is given with a single ``-o``,
-  which then wins as it always did. ``-o -`` is standard output.
+  error (not plain text in a ``.pdf``), unless ``--format`` is given with a single ``-o``;
+  ``--format`` that a known suffix contradicts (``-o r.json -f markdown``) is an error too.
+  ``-o -`` is standard output.
 * Without ``-o`` the output goes to standard output in ``--format`` (default: terminal).
-* No ``-o`` may point into a job directory being read (:func:`refuse_inside`): the next run
-  would read the report back as a log.
+* No ``-o`` may be an input or lie inside a directory being read, a log file's directory
+  included (:func:`refuse_inside`): the next run would read the report back as a log.
 * Several jobs in one run: JSON is JSON Lines (one object per job, one per line); text,
   terminal and Markdown reports follow one another under a heading per job; HTML holds one job.
 """
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,10 +96,10 @@ def plan_outputs(
         if key in seen:
             raise OutputError(f"{out} is given twice with -o")
         seen.add(key)
-        if fmt is not None:
-            targets.append(Target(out, plain.get(fmt, fmt)))
-            continue
         by_suffix = suffixes.get(out.suffix.lower())
+        if fmt is not None:
+            targets.append(Target(out, _given(out, plain.get(fmt, fmt), by_suffix)))
+            continue
         if by_suffix is None:
             raise OutputError(
                 f"cannot tell the format of {out} from its suffix "
@@ -108,22 +110,37 @@ def plan_outputs(
     return targets
 
 
+def _given(out: Path, fmt: str, by_suffix: str | None) -> str:
+    """``--format``'s format for ``out``; one that its known suffix contradicts (``-o r.json
+    -f markdown``) is an error, not a file that lies about its content."""
+    if by_suffix is not None and by_suffix != fmt:
+        raise OutputError(
+            f"-o {out} is {by_suffix} by its suffix {out.suffix} but --format says {fmt}; "
+            "leave out --format, or give a file whose suffix fits"
+        )
+    return fmt
+
+
 def refuse_inside(outputs: Sequence[Path | None], inputs: Sequence[str]) -> None:
-    """Raise :class:`OutputError` when an output file (None: standard output) lies inside a
-    job directory being read (or is one of the log files read): the tool never writes into
-    the job's logs."""
-    dirs, files = [], set()
+    """Raise :class:`OutputError` when an output file (None: standard output) is one of the
+    inputs, or lies inside a directory being read: a directory given, or the directory that
+    holds a log file given (the job's output directory): the tool never writes into what it
+    reads, and the next run would read the report back as a log."""
+    dirs: list[tuple[str, Path]] = []
+    files: set[Path] = set()
     for p in inputs:
-        if p == "-":
+        if p == "-" or not os.path.lexists(p):  # standard input, or a job id: not a path
             continue
         try:
             resolved = Path(p).resolve()
-        except OSError:
+        except (OSError, RuntimeError):
             continue
         if _is_dir(p):
-            dirs.append((p, resolved))
+            dirs.append((f"the job directory {p}", resolved))
         else:
             files.add(resolved)
+            parent = os.path.dirname(p) or "."
+            dirs.append((f"{parent}, the directory of {p} being read", resolved.parent))
     for path in outputs:
         if path is None:
             continue
@@ -133,8 +150,8 @@ def refuse_inside(outputs: Sequence[Path | None], inputs: Sequence[str]) -> None
         for shown, d in dirs:
             if out == d or d in out.parents:
                 raise OutputError(
-                    f"-o {path} is inside the job directory {shown}, and the next run would "
-                    "read it back as a log; write elsewhere"
+                    f"-o {path} is inside {shown}, and the next run would read it back as a "
+                    "log; write elsewhere"
                 )
 
 
