@@ -1,49 +1,55 @@
-"""The SLURM recipe end to end: a training job fails, the dependent diagnose job
-(``sbatch --dependency=afternotok:$JOB recipes/diagnose-on-failure.sbatch``) runs the tool on its
-log directory, saves the HTML/text/JSON reports and mails them -- to a loopback SMTP server this
-test runs, and to an mbox file.
+"""The SLURM recipe end to end, as a user runs it (issue 42).
+
+A real training job (``harness/train.py`` under torchrun, the ``exception-cascade`` scenario:
+rank 2 raises ``IndexError``) laid out as the launch guide's skeleton lays it out
+(``#SBATCH --output=logs/%x-%j.out`` in the submission directory, no per-job folder) fails;
+``recipes/diagnose-on-failure.sbatch`` is submitted exactly as its header's example says
+(``sbatch --dependency=afternotok:$JOB --export=ALL,MAIL_TO=... diagnose-on-failure.sbatch``,
+no LOG_DIR), finds the job's log through SLURM, saves the reports and mails them: to a loopback
+SMTP server this test runs, and to an mbox file. A job whose logs cannot be found still brings
+a mail saying so.
 """
 
 from __future__ import annotations
 
 import email
-import json
 import mailbox
 import os
+import re
 import socketserver
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from email import policy
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
+
+from harness.cluster import free_port
+from harness.jobs import SlurmJobRunner
+from harness.record import JOB_ENV_UNSET
+from harness.scenarios import BY_NAME, LaunchContext, render_sbatch
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "recipes" / "diagnose-on-failure.sbatch"
 
 pytestmark = pytest.mark.slurm
 
-# A tiny real training step that dies: two tasks, the second one raises.
-TRAIN = """#!/bin/bash
-#SBATCH --job-name=tiny-train
-#SBATCH --ntasks=2
-#SBATCH --output={logs}/slurm-%j.out
+# A job whose output goes nowhere the recipe (or anyone) can find it.
+LOST = """#!/bin/bash
+#SBATCH --job-name=lost-output
+#SBATCH --ntasks=1
+#SBATCH --output=/dev/null
 #SBATCH --time=00:02:00
-srun --label "{python}" -c '
-import os, sys, time
-rank = int(os.environ["SLURM_PROCID"])
-print(f"[rank{{rank}}]: iteration 1/10 | lm loss 2.5", flush=True)
-if rank == 1:
-    batch = {{"tokens": [1, 2, 3]}}
-    print(batch["labels"])
-time.sleep(1)
-'
+exit 3
 """
 
 
 class _SMTPSink(socketserver.StreamRequestHandler):
-    """Just enough SMTP for smtplib.send_message: every message lands in server.messages."""
+    """Just enough SMTP (with 8BITMIME, as Postfix and Exim offer) for smtplib.send_message:
+    every message lands in server.messages."""
 
     def _say(self, line: str) -> None:
         self.wfile.write((line + "\r\n").encode())
@@ -57,7 +63,10 @@ class _SMTPSink(socketserver.StreamRequestHandler):
                 return
             cmd = raw.decode("utf-8", "replace").strip()
             verb = cmd.split(" ", 1)[0].upper()
-            if verb in ("EHLO", "HELO"):
+            if verb == "EHLO":
+                self._say("250-localhost")
+                self._say("250 8BITMIME")
+            elif verb == "HELO":
                 self._say("250 localhost")
             elif verb == "MAIL":
                 rcpt = []
@@ -96,82 +105,117 @@ def smtp_sink() -> Iterator[socketserver.ThreadingTCPServer]:
         server.server_close()
 
 
-def _env() -> dict[str, str]:
+def _env(tmp: Path) -> dict[str, str]:
     """The tool and this Python on PATH for the jobs (sbatch exports the environment)."""
     bindir = str(Path(sys.executable).parent)
-    return {"PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    return {"PATH": bindir + os.pathsep + os.environ.get("PATH", ""), "TMPDIR": str(tmp),
+            "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _submit_pair(slurm_jobs, name: str, extra: dict[str, str]) -> tuple[int, int, Path, Path]:
-    job_dir = slurm_jobs.new_job_dir(name)
-    logs = job_dir / "logs"
-    logs.mkdir()
-    reports = job_dir / "reports"
-    train = job_dir / "train.sbatch"
-    train.write_text(TRAIN.format(logs=logs, python=sys.executable))
-    cluster = slurm_jobs.cluster
-    train_id = cluster.sbatch(train, cwd=job_dir, env=_env())
-    export = {
-        "FAILED_JOB": str(train_id),
-        "LOG_DIR": str(logs),
-        "REPORT_DIR": str(reports),
-        "PYTHON": sys.executable,
-        **extra,
-    }
-    diag_id = cluster.sbatch(
-        RECIPE,
-        cwd=job_dir,
-        env={**_env(), **export},
-        args=[f"--dependency=afternotok:{train_id}", "--export=ALL"],
-    )
-    assert slurm_jobs.wait(train_id, timeout=40) == "FAILED"
-    state = slurm_jobs.wait(diag_id, timeout=40)
-    out = job_dir / f"diagnose-{diag_id}.out"
-    log = out.read_text(errors="replace") if out.exists() else "(no output file)"
-    assert state == "COMPLETED", log
-    return train_id, diag_id, reports, job_dir
+@dataclass
+class FailedJob:
+    job_id: int
+    submit: Path  # the submission directory: train.sbatch, logs/
 
 
-def _check_reports(reports: Path, train_id: int) -> None:
-    html = (reports / f"report-{train_id}.html").read_text(encoding="utf-8")
-    text = (reports / f"report-{train_id}.txt").read_text(encoding="utf-8")
-    data = json.loads((reports / f"report-{train_id}.json").read_text(encoding="utf-8"))
-    v = data["verdict"]
-    # srun --label names the task, not the rank: the tool may or may not infer rank 1.
-    assert v["category"] == "python_exception" and v["rank"] in (1, None), v
-    assert "KeyError" in v["cause"]
-    assert html.startswith("<!DOCTYPE html>") and "python_exception" in html
-    assert "<script" not in html.lower()
-    assert "python_exception" in text and "KeyError" in text and "\x1b" not in text
+@pytest.fixture(scope="module")
+def failed_job(slurm_jobs: SlurmJobRunner) -> FailedJob:
+    """The real training job, failed, with its output at logs/megatron-gpt-<id>.out."""
+    submit = slurm_jobs.new_job_dir("skeleton-layout")
+    (submit / "logs").mkdir()  # as the skeleton's header says: SLURM creates no directory
+    (submit / "tmp").mkdir()
+    ctx = LaunchContext(repo=REPO, python=Path(sys.executable), bare_python=None,
+                        master_port=free_port())
+    script = render_sbatch(BY_NAME["exception-cascade"], ctx)
+    script = script.replace("--job-name=exception-cascade", "--job-name=megatron-gpt")
+    script = script.replace("#SBATCH --output=slurm-%j.out", "#SBATCH --output=logs/%x-%j.out")
+    assert "--output=logs/%x-%j.out" in script
+    (submit / "train.sbatch").write_text(script)
+    job_id = slurm_jobs.cluster.sbatch(submit / "train.sbatch", cwd=submit,
+                                       env=_env(submit / "tmp"), unset=JOB_ENV_UNSET)
+    assert slurm_jobs.wait(job_id, timeout=180) == "FAILED"
+    assert (submit / "logs" / f"megatron-gpt-{job_id}.out").is_file()
+    return FailedJob(job_id, submit)
 
 
-def test_dependent_job_diagnoses_and_mails_over_smtp(
-    slurm_jobs, smtp_sink: socketserver.ThreadingTCPServer
+def _submit_recipe(slurm_jobs: SlurmJobRunner, job: FailedJob, export: str) -> tuple[str, str]:
+    """``sbatch --dependency=afternotok:$JOB --export=ALL,<export> diagnose-on-failure.sbatch``
+    from the submission directory (the header's example); its final state and output."""
+    diag = slurm_jobs.cluster.sbatch(
+        RECIPE, cwd=job.submit, env=_env(job.submit / "tmp"),
+        args=[f"--dependency=afternotok:{job.job_id}", f"--export=ALL,{export}"])
+    state = slurm_jobs.wait(diag, timeout=120)
+    out = job.submit / f"diagnose-{diag}.out"
+    return state, out.read_text(errors="replace") if out.exists() else "(no output file)"
+
+
+def _check_mail(msg: EmailMessage, raw: bytes, job_id: int) -> None:
+    assert f"job {job_id} failed: python_exception rank=2 node=1" in str(msg["Subject"])
+    assert msg["Date"] and re.fullmatch(r"<\S+@\S+>", str(msg["Message-ID"]))
+    to = str(msg["To"])
+    assert re.fullmatch(r"[^@\s]+@\S+", to) and to != "local", to
+    body = msg.get_body(preferencelist=("plain",))
+    assert isinstance(body, EmailMessage)
+    assert body["Content-Transfer-Encoding"] == "8bit"
+    text = body.get_content()
+    assert "python_exception" in text and "First failing rank 2 (local 0) on node 1" in text
+    assert b"First failing rank 2 (local 0) on node 1" in raw  # readable as it is
+    attached = [p for p in msg.iter_attachments() if p.get_filename()]
+    assert [p.get_filename() for p in attached] == [f"report-{job_id}.html"]
+
+
+def test_header_example_mails_the_verdict_over_smtp(
+    slurm_jobs: SlurmJobRunner, failed_job: FailedJob,
+    smtp_sink: socketserver.ThreadingTCPServer
 ) -> None:
     host, port = smtp_sink.server_address[:2]
-    train_id, _diag, reports, _ = _submit_pair(
-        slurm_jobs,
-        "recipe-smtp",
-        {"MAIL_TO": "oncall@example.org", "SMTP_HOST": str(host), "SMTP_PORT": str(port)},
-    )
-    _check_reports(reports, train_id)
-    messages = smtp_sink.messages  # type: ignore[attr-defined]
-    assert len(messages) == 1
-    rcpt, raw = messages[0]
+    state, log = _submit_recipe(slurm_jobs, failed_job,
+                                f"MAIL_TO=oncall@example.org,SMTP_HOST={host},SMTP_PORT={port}")
+    assert state == "COMPLETED", log
+    job_id = failed_job.job_id
+    assert f"diagnose: job {job_id}: python_exception rank=2 node=1" in log
+    reports = failed_job.submit / "diagnosis"
+    assert sorted(p.name for p in reports.iterdir()) == [
+        f"report-{job_id}.{s}" for s in ("eml", "html", "json", "txt")]
+    (rcpt, raw), = smtp_sink.messages  # type: ignore[attr-defined]
     assert rcpt == ["oncall@example.org"]
     msg = email.message_from_bytes(raw, policy=policy.default)
-    assert f"job {train_id} failed: python_exception rank=" in msg["Subject"]
+    assert isinstance(msg, EmailMessage)
+    _check_mail(msg, raw, job_id)
+    assert str(msg["To"]) == "oncall@example.org"
+
+
+def test_header_example_appends_the_mail_to_an_mbox(
+    slurm_jobs: SlurmJobRunner, failed_job: FailedJob
+) -> None:
+    inbox = failed_job.submit / "tmp" / "inbox.mbox"
+    state, log = _submit_recipe(slurm_jobs, failed_job, f"MAIL_TO={inbox}")
+    assert state == "COMPLETED", log
+    (entry,) = list(mailbox.mbox(str(inbox)))
+    raw = inbox.read_bytes()
+    msg = email.message_from_bytes(entry.as_bytes(), policy=policy.default)
+    assert isinstance(msg, EmailMessage)
+    _check_mail(msg, raw, failed_job.job_id)
+
+
+def test_no_logs_found_still_brings_a_mail(slurm_jobs: SlurmJobRunner) -> None:
+    submit = slurm_jobs.new_job_dir("lost-output")
+    (submit / "tmp").mkdir()
+    (submit / "train.sbatch").write_text(LOST)
+    job_id = slurm_jobs.cluster.sbatch(submit / "train.sbatch", cwd=submit,
+                                       env=_env(submit / "tmp"))
+    assert slurm_jobs.wait(job_id, timeout=60) == "FAILED"
+    inbox = submit / "tmp" / "inbox.mbox"
+    state, log = _submit_recipe(slurm_jobs, FailedJob(job_id, submit), f"MAIL_TO={inbox}")
+    assert state == "FAILED", log  # exit 64: no report, but the mail went out first
+    assert f"no log file of job {job_id} found" in log
+    (entry,) = list(mailbox.mbox(str(inbox)))
+    msg = email.message_from_bytes(entry.as_bytes(), policy=policy.default)
+    assert isinstance(msg, EmailMessage)
+    assert str(msg["Subject"]).endswith(f"job {job_id} failed: no report: no logs found")
+    assert msg["Date"] and msg["Message-ID"]
     body = msg.get_body(preferencelist=("plain",))
-    assert body is not None and "KeyError" in body.get_content()
-    attached = [p for p in msg.iter_attachments() if p.get_filename()]
-    assert [p.get_filename() for p in attached] == [f"report-{train_id}.html"]
-    assert "python_exception" in attached[0].get_content()
-
-
-def test_dependent_job_saves_the_mail_to_a_file(slurm_jobs) -> None:
-    inbox = slurm_jobs.new_job_dir("recipe-inbox") / "inbox.mbox"
-    train_id, _diag, reports, _ = _submit_pair(slurm_jobs, "recipe-mbox", {"MAIL_TO": str(inbox)})
-    _check_reports(reports, train_id)
-    (msg,) = list(mailbox.mbox(str(inbox)))
-    assert f"job {train_id} failed: python_exception" in msg["Subject"]
-    assert msg.is_multipart()
+    assert isinstance(body, EmailMessage)
+    text = body.get_content()
+    assert f"no log file of job {job_id} found" in text and "LOG_DIR=" in text
+    assert str(submit / "logs") in text
