@@ -39,13 +39,37 @@ def _output_format(output: Path | None, fmt: LintFormat | None) -> LintFormat:
     error), else terminal; a terminal report in a file is plain text."""
     if output is None or output == Path("-"):
         return fmt or LintFormat.terminal
-    if fmt is not None:
-        return LintFormat.text if fmt == LintFormat.terminal else fmt
     by_suffix = LINT_SUFFIX_FORMAT.get(output.suffix.lower())
+    if fmt is not None:
+        given = LintFormat.text if fmt == LintFormat.terminal else fmt
+        if by_suffix is not None and by_suffix != given:
+            _fail(f"-o {output} is {by_suffix} by its suffix {output.suffix} but --format says "
+                  f"{given}; leave out --format, or give a file whose suffix fits", EXIT_USAGE)
+        return given
     if by_suffix is None:
         _fail(f"cannot tell the format of {output} from its suffix {output.suffix or '(none)'}; "
               f"use one of {', '.join(LINT_SUFFIX_FORMAT)}, or give --format", EXIT_USAGE)
     return by_suffix
+
+
+def _one_output(outputs: list[Path] | None, scripts: list[Path]) -> Path | None:
+    """The one ``-o`` (None: none given): several, or one that is a script being read, is a
+    usage error."""
+    if not outputs:
+        return None
+    if len(outputs) > 1:
+        _fail(f"-o is given {len(outputs)} times; lint writes one file: give one -o", EXIT_USAGE)
+    out = outputs[0]
+    if out != Path("-") and any(_same(out, s) for s in scripts):
+        _fail(f"-o {out} is one of the scripts being read; write elsewhere", EXIT_USAGE)
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def lint_cmd(
@@ -76,14 +100,14 @@ def lint_cmd(
     no_reasons: Annotated[
         bool, typer.Option("--no-reasons", help="Leave out the guide's reason under each finding.")
     ] = False,
-    output: Annotated[
-        Path | None,
+    outputs: Annotated[
+        list[Path] | None,
         typer.Option(
             "--output",
             "-o",
             metavar="FILE",
             help="Write the findings to FILE instead of standard output, the format from its "
-            "suffix (.json .txt .text); - is standard output.",
+            "suffix (.json .txt .text); - is standard output. One -o; never a script read.",
             show_default=False,
         ),
     ] = None,
@@ -111,6 +135,8 @@ def lint_cmd(
     """
     from analyzer.lint import ConfigError, lint_text, load_config
     from analyzer.lint.report import render, to_json
+
+    output = _one_output(outputs, scripts)
 
     try:
         cfg = load_config(config)

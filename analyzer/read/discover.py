@@ -16,6 +16,7 @@ from pathlib import Path
 import regex
 
 from analyzer.flightrec.load import is_dump_name, looks_like_dump
+from analyzer.read.ownreport import REASON, is_own_report
 
 LOG_SUFFIXES = (".out", ".err", ".log", ".txt", ".stdout", ".stderr")
 """File names read inside a directory (also with ``.gz``); ``error.json`` too."""
@@ -210,6 +211,9 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
             return
         if why:
             out.skipped.append((rel, f"binary file: {why}"))
+            return
+        if is_own_report(head):  # written by this tool: never read back as a log
+            out.skipped.append((rel, REASON))
             return
     out.files.append(_describe(path, rel, st.st_size, compressed))
 

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from analyzer.decide.verdict import EXIT_DIAGNOSED as EXIT_OK
-from analyzer.decide.verdict import EXIT_USAGE
+from analyzer.triage.options import check_options as _check_options
+from analyzer.triage.options import check_outputs as _check_outputs
+from analyzer.triage.options import one_output
+from analyzer.triage.options import usage as _usage
 from analyzer.util.clickgroup import default_command_group
 from analyzer.util.color import ColorChoice
 
@@ -41,9 +44,10 @@ triage_app = typer.Typer(
 )
 
 OutputOpt = Annotated[
-    Path | None,
+    list[Path] | None,
     typer.Option(
-        "--output", "-o", metavar="FILE", help="Write the table: .parquet, .csv or .json."
+        "--output", "-o", metavar="FILE", help="Write the table: .parquet, .csv or .json (one -o).",
+        show_default=False,
     ),
 ]
 BaselineOpt = Annotated[
@@ -80,23 +84,6 @@ ColorOpt = Annotated[
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", "-q", help="Do not print the summary on the terminal.")
 ]
-
-
-def _usage(message: str) -> None:
-    typer.echo(f"mcore-diagnose triage: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
-def _check_outputs(output: Path | None, summaries: list[Path]) -> None:
-    from analyzer.triage.summary import summary_format, table_format
-
-    try:
-        if output is not None:
-            table_format(output)
-        for p in summaries:
-            summary_format(p)
-    except ValueError as exc:
-        _usage(str(exc))
 
 
 def _load_baseline(baseline: Path | None) -> Any:
@@ -214,25 +201,6 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _check_options(
-    shard: str | None, workers: int | None, timeout: float
-) -> tuple[int, int] | None:
-    """Check --shard, --workers and --timeout (a usage error otherwise); the shard as (I, N)."""
-    from analyzer.triage.find import parse_shard
-
-    shard_spec: tuple[int, int] | None = None
-    if shard is not None:
-        try:
-            shard_spec = parse_shard(shard)
-        except ValueError as exc:
-            _usage(str(exc))
-    if workers is not None and workers < 0:
-        _usage("--workers must be 0 or more")
-    if timeout < 0:
-        _usage("--timeout must be 0 or more")
-    return shard_spec
-
-
 def _split_baseline(baseline: Path | None) -> tuple[tuple[str, ...], Path | None]:
     """A --baseline directory is a good run (its path, for the workers); a file is a table."""
     if baseline is not None and baseline.is_dir():
@@ -336,7 +304,7 @@ def run_cmd(
             metavar="ROOT",
         ),
     ] = None,
-    output: OutputOpt = None,
+    outputs: OutputOpt = None,
     jobs_from: Annotated[
         Path | None,
         typer.Option(
@@ -417,9 +385,10 @@ def run_cmd(
     a torchrun --log-dir tree; see docs/triage.md for the whole rule.
     """
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION
-    from analyzer.report.outputs import OutputError, refuse_inside
+    from analyzer.triage.options import refuse_outputs
     from analyzer.triage.run import to_frame, usable_cpus
 
+    output = one_output(outputs)
     summaries = list(summary or [])
     _check_outputs(output, summaries)
     shard_spec = _check_options(shard, workers, timeout)
@@ -431,10 +400,7 @@ def run_cmd(
     jobs = _gather_jobs(roots, jobs_from, max_depth)
     meta: dict[str, Any] = {"jobs": len(jobs), "roots": [str(r) for r in roots]}
     jobs, output = _take_shard(jobs, shard_spec, meta, output)
-    try:
-        refuse_inside([output, *summaries], [j.path for j in jobs])
-    except OutputError as exc:
-        _usage(str(exc))
+    refuse_outputs([output, *summaries], roots, [j.path for j in jobs])
     meta["fingerprint_version"] = FINGERPRINT_VERSION
     n_workers = usable_cpus() if workers is None else workers
     mem = _memory_limit(max_memory, n_workers)
@@ -463,7 +429,7 @@ def merge_cmd(
             metavar="PART",
         ),
     ],
-    output: OutputOpt = None,
+    outputs: OutputOpt = None,
     baseline: BaselineOpt = None,
     summary: SummaryOpt = None,
     color: ColorOpt = ColorChoice.auto,
@@ -479,6 +445,7 @@ def merge_cmd(
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION
     from analyzer.triage.summary import TableError, merge_tables
 
+    output = one_output(outputs)
     summaries = list(summary or [])
     _check_outputs(output, summaries)
     missing = [str(p) for p in parts if not p.is_file()]
