@@ -15,7 +15,12 @@ from typer.core import TyperOption
 
 from analyzer.cli import diagnose, events, patterns  # noqa: F401  (they register their commands)
 from analyzer.cli.app import app
-from analyzer.cli.output import JSON_SLICE_ROWS, _json_rows  # noqa: F401  (tests use them here)
+from analyzer.cli.output import (  # noqa: F401  (tests use JSON_SLICE_ROWS, _json_rows here)
+    EXIT_CANNOT_WRITE,
+    JSON_SLICE_ROWS,
+    _json_rows,
+    write_failure,
+)
 from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
@@ -30,6 +35,9 @@ DEBUG_ENV = "MCORE_DIAGNOSE_DEBUG"
 
 EXIT_INTERNAL = 70
 """An internal error of the tool (``EX_SOFTWARE`` of sysexits.h)."""
+EXIT_CLOSED_PIPE = 0
+"""Standard output's reader went away (``| head -1``): the reader's choice, not an error; the
+same for every command."""
 
 
 def _common_options() -> list[TyperOption]:
@@ -57,7 +65,30 @@ def command() -> Any:
     """The click command behind ``mcore-diagnose``, every command with the common options."""
     cmd = typer.main.get_command(app)
     add_to_every_command(cmd, _common_options)
+    _raise_closed_pipe(cmd)
     return cmd
+
+
+class ClosedPipe(Exception):
+    """Standard output's reader went away (``| head -1``)."""
+
+
+def _raise_closed_pipe(cmd: Any) -> None:
+    """Make a closed pipe under ``cmd`` (its options' callbacks, ``--help`` and every command
+    below it included) a :class:`ClosedPipe`: click's own handler would exit 1 for it, and only
+    for an ``OSError`` that carries ``EPIPE`` (polars' carries none), so commands differed."""
+    for name in ("make_context", "invoke"):
+        inner = getattr(cmd, name)
+
+        def guarded(*args: Any, _inner: Any = inner, **kwargs: Any) -> Any:
+            try:
+                return _inner(*args, **kwargs)
+            except OSError as exc:
+                if _broken_pipe(exc):
+                    raise ClosedPipe from exc
+                raise
+
+        setattr(cmd, name, guarded)
 
 
 def _internal_error(exc: BaseException) -> None:
@@ -84,6 +115,21 @@ def _quiet_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _write_error(exc: OSError) -> int:
+    """The exit status for ``exc`` escaping a command, after its one line on stderr: a closed
+    pipe exits quietly, a full disk as ``-o`` onto one does, anything else is a bug."""
+    if _broken_pipe(exc):
+        _quiet_stdout()
+        return EXIT_CLOSED_PIPE
+    why = write_failure(exc)  # the disk is full (`> /dev/full`); -o files are checked on writing
+    if why is None:
+        _internal_error(exc)
+        return EXIT_INTERNAL
+    print(f"mcore-diagnose: cannot write standard output: {why}", file=sys.stderr)
+    _quiet_stdout()
+    return EXIT_CANNOT_WRITE
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``mcore-diagnose PATH`` is ``mcore-diagnose diagnose PATH``."""
     try:
@@ -96,6 +142,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with contextlib.nullcontext() if triage else paused_gc():
             rv = command().main(args=args, prog_name="mcore-diagnose", standalone_mode=False)
+        sys.stdout.flush()  # a write that fails now is reported like any other
+    except ClosedPipe:
+        _quiet_stdout()
+        raise SystemExit(EXIT_CLOSED_PIPE) from None
     except cx.NoArgsIsHelpError as exc:
         exc.show()
         raise SystemExit(EXIT_USAGE) from None
@@ -107,12 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except (typer.Exit, getattr(cx, "Exit", typer.Exit)) as exc:
         raise SystemExit(getattr(exc, "exit_code", 1)) from None
-    except OSError as exc:  # a closed pipe (`| head`): polars raises OSError, not BrokenPipeError
-        if not _broken_pipe(exc):
-            _internal_error(exc)
-            raise SystemExit(EXIT_INTERNAL) from None
-        _quiet_stdout()
-        raise SystemExit(0) from None
+    except OSError as exc:  # a closed pipe or a full disk met by Python's or polars' writes
+        raise SystemExit(_write_error(exc)) from None
     except KeyboardInterrupt:
         print("mcore-diagnose: interrupted", file=sys.stderr)
         raise SystemExit(130) from None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,13 +15,28 @@ from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
 
+EXIT_CANNOT_WRITE = EXIT_USAGE
+"""An output that cannot be written (``-o /dev/full``, standard output on a full disk)."""
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""What a write to a file or standard output fails with when the disk cannot take it."""
+
+
+def write_failure(exc: OSError) -> str | None:
+    """Why a write failed, when ``exc`` says the disk cannot take it (``No space left on
+    device``, also from polars, whose errors carry the number only in the text); else None."""
+    code = exc.errno
+    if code is None:
+        found = re.search(r"\(os error (\d+)\)", str(exc))
+        code = int(found.group(1)) if found else None
+    if code not in WRITE_ERRNOS:
+        return None
+    return exc.strerror or os.strerror(code)
+
 
 def _write(text: str | bytes, output: Path | None) -> None:
     if output is None:
-        if isinstance(text, bytes):
-            sys.stdout.buffer.write(text)
-        else:
-            sys.stdout.write(text)
+        _stream(lambda fh: fh.write(text if isinstance(text, bytes) else text.encode()), None)
         return
     data = text if isinstance(text, bytes) else text.encode("utf-8")
     _stream(lambda fh: fh.write(data), output)
@@ -37,7 +55,8 @@ def _stream(write: Callable[[BinaryIO], object], output: Path | None) -> None:
         with output.open("wb") as fh:
             write(fh)
     except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_USAGE)
+        why = write_failure(exc) or exc.strerror or exc
+        fail(f"cannot write {output}: {why}", EXIT_CANNOT_WRITE)
 
 
 JSON_SLICE_ROWS = 8192
