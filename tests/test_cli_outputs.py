@@ -123,5 +123,6 @@ def test_triage_output_inside_a_job_directory_is_refused(tmp_path: Path) -> None
     assert r.returncode == 64 and "inside the job directory" in r.stderr
     assert r.stderr.count("\n") == 1
     assert sorted(p.name for p in job.rglob("*")) == before
+    # the root is read too (issue 42 item 3): a summary there could swallow its jobs
     r = run("triage", str(tmp_path / "night"), "-q", "-o", str(tmp_path / "night" / "t.csv"))
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 64 and "inside the directory" in r.stderr, r.stderr

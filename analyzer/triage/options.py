@@ -39,13 +39,18 @@ def check_outputs(output: Path | None, summaries: list[Path]) -> None:
 
 
 def refuse_outputs(outputs: list[Path | None], roots: list[Path], jobs: list[str]) -> None:
-    """No output inside a root searched or a job read (nor onto a log file given)."""
+    """No output inside a job read (nor onto a log file given) or a root searched: a report
+    there could become a job, or swallow the jobs below it, on the next run."""
     from analyzer.report.outputs import OutputError, refuse_inside
 
     try:
-        refuse_inside(outputs, [*[str(r) for r in roots], *jobs])
+        refuse_inside(outputs, jobs)  # the job's own directory named first
     except OutputError as exc:
-        usage(str(exc).replace("the job directory", "the directory"))
+        usage(str(exc))
+    try:
+        refuse_inside(outputs, [str(r) for r in roots])
+    except OutputError as exc:
+        usage(str(exc).replace("the job directory", "the directory searched"))
 
 
 def check_options(
