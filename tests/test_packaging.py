@@ -77,3 +77,12 @@ def test_every_subpackage_is_shipped() -> None:
     }
     missing = sorted(on_disk - listed)
     assert not missing, f"add {missing} to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_recipes_ship_as_package_data() -> None:
+    """pip, pipx and uv users get the sbatch recipes (``mcore-diagnose recipes``)."""
+    st = PYPROJECT["tool"]["setuptools"]
+    assert "analyzer.recipes" in st["packages"]
+    assert st["package-dir"]["analyzer.recipes"] == "recipes"
+    assert "*.sbatch" in st["package-data"]["analyzer.recipes"]
+    assert sorted((ROOT / "recipes").glob("*.sbatch")), "no recipe to ship"

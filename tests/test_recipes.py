@@ -232,3 +232,60 @@ def test_mail_to_name_sets_the_address_of_a_mail_to_a_file(tmp_path: Path, submi
     assert r.returncode == 0, r.stderr
     (msg,) = _mails(box)
     assert str(msg["To"]) == "oncall@example.org"
+
+
+# -- mcore-diagnose recipes ---------------------------------------------------------------------
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+
+SHIPPED = sorted(p.stem for p in (ROOT / "recipes").glob("*.sbatch"))
+
+
+def test_recipes_lists_every_shipped_recipe_with_what_it_does() -> None:
+    r = _cli("recipes")
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split(None, 1) for ln in r.stdout.splitlines()]
+    assert [n for n, _ in rows] == SHIPPED
+    assert dict(rows)["diagnose-on-failure"] == (
+        "Diagnose a failed training job and mail (or save) the report")
+
+
+@pytest.mark.parametrize("name", ["diagnose-on-failure", "diagnose-on-failure.sbatch"])
+def test_recipes_name_prints_it_as_shipped(name: str) -> None:
+    r = _cli("recipes", name)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == RECIPE.read_text(encoding="utf-8")
+
+
+def test_recipes_o_writes_it_and_keeps_an_existing_file(tmp_path: Path) -> None:
+    r = _cli("recipes", "diagnose-on-failure", "-o", ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    written = tmp_path / "diagnose-on-failure.sbatch"
+    assert written.read_text(encoding="utf-8") == RECIPE.read_text(encoding="utf-8")
+    mine = tmp_path / "mine.sbatch"
+    mine.write_text("# the user's own script\n")
+    r = _cli("recipes", "train-megatron", "-o", str(mine))
+    assert r.returncode == 64 and "--force" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert mine.read_text() == "# the user's own script\n"
+    r = _cli("recipes", "train-megatron", "-o", str(mine), "--force")
+    assert r.returncode == 0, r.stderr
+    assert mine.read_text() == (ROOT / "recipes" / "train-megatron.sbatch").read_text()
+
+
+def test_recipes_unknown_name_lists_the_names() -> None:
+    r = _cli("recipes", "diagnose")
+    assert r.returncode == 64 and len(r.stderr.splitlines()) == 1
+    assert "no recipe named diagnose; the recipes are: " + ", ".join(SHIPPED) in r.stderr
+    r = _cli("recipes", "-o", "x.sbatch")
+    assert r.returncode == 64 and "NAME" in r.stderr
+
+
+def test_recipes_has_help_and_version() -> None:
+    h = _cli("recipes", "--help")
+    assert h.returncode == 0 and "--force" in h.stdout and "--debug" in h.stdout
+    v = _cli("recipes", "--version")
+    assert v.returncode == 0 and v.stdout.startswith("mcore-diagnose ")

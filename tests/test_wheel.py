@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # building and installing the wheel: 10-40 s
 
 SAMPLE = ROOT / "sample_logs" / "real" / "exception-cascade"
 _SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "analyzer", "patterns",
-            "docs/schema")
+            "docs/schema", "recipes")
 _OFFLINE = ("No matching distribution", "Could not find a version", "NewConnectionError",
             "Temporary failure in name resolution", "Network is unreachable")
 
@@ -114,3 +114,24 @@ def test_installed_package_is_the_wheel_and_ships_catalog_and_schemas(
     assert r.returncode == 0 and "diagnose" in r.stdout, r.stderr
     r = _run(installed, "patterns", "list", cwd=tmp_path)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == n
+
+
+def test_installed_wheel_ships_the_recipes(installed: Path, tmp_path: Path) -> None:
+    """No checkout: `mcore-diagnose recipes` lists, prints and writes them from the wheel."""
+    shipped = sorted(p.stem for p in (ROOT / "recipes").glob("*.sbatch"))
+    r = _run(installed, "recipes", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [ln.split()[0] for ln in r.stdout.splitlines()] == shipped
+    r = _run(installed, "recipes", "diagnose-on-failure", "-o", ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    recipe = (ROOT / "recipes" / "diagnose-on-failure.sbatch").read_text(encoding="utf-8")
+    assert (tmp_path / "diagnose-on-failure.sbatch").read_text(encoding="utf-8") == recipe
+    code = ("import json; from importlib import resources; "
+            "names = [f.name for f in resources.files('analyzer.recipes').iterdir()]; "
+            "print(json.dumps(sorted(names)))")
+    r = subprocess.run([str(installed / "python"), "-c", code], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stderr
+    assert [n for n in json.loads(r.stdout) if n.endswith(".sbatch")] == [
+        f"{n}.sbatch" for n in shipped]

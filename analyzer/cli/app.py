@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from analyzer.cli.recipes import register_recipes
 from analyzer.decide.verdict import (
     EXIT_UNREADABLE,
     EXIT_USAGE,
@@ -80,6 +81,7 @@ patterns_app = typer.Typer(help="List, show, test and explain the failure patter
 app.add_typer(patterns_app, name="patterns")
 app.add_typer(triage_app, name="triage")
 register_lint(app, SUBCOMMANDS)
+register_recipes(app, SUBCOMMANDS)
 
 
 class Format(StrEnum):
