@@ -141,3 +141,102 @@ def test_catalog_cache_prune_tolerates_a_marker_removed_meanwhile(tmp_path: Path
     with unittest.mock.patch.object(Path, "glob", racing_glob):
         cache.prune(tmp_path)
     assert len(list(tmp_path.glob("validated-*"))) == cache.KEEP
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 17: wording
+# ---------------------------------------------------------------------------------------------
+
+
+def _text(sample: Path, fmt: str = "text") -> str:
+    from analyzer.report import render
+
+    return render(analysis(sample), fmt, width=100)
+
+
+def test_a_verdict_without_a_rank_reads_as_a_sentence() -> None:
+    out = _text(FORMATS / "duplicate-gpu")  # ranks 4 and 5 failed alike: no rank named
+    assert "First failing no single rank" not in out
+    assert "First failing rank not singled out, on node gpu-node-002" in out
+
+
+def test_an_unknown_size_is_left_out_not_shown_as_a_question_mark() -> None:
+    from analyzer.decide.render import _unknowns
+
+    # the catalog's cause with no captured size (rendered by catalog.model.render as "?")
+    said = _unknowns("World size ? is not a multiple of the model-parallel size ? (TP x PP x CP).")
+    assert "?" not in said.replace("(TP x PP x CP).", "")
+    assert said.startswith("World size is not a multiple of the model-parallel size (TP")
+    assert _unknowns("Rank ? raised") == "A rank raised"  # unchanged
+
+
+def test_downstream_bullets_do_not_end_in_downstream() -> None:
+    out = _text(FORMATS / "cuda-oom-cascade")
+    assert "Downstream symptoms" in out
+    assert "— downstream" not in out and "—\n  downstream" not in out
+
+
+def test_the_oom_fix_does_not_repeat_the_cause_figures() -> None:
+    v = analysis(FORMATS / "cuda-oom-cascade").diagnosis.verdict
+    assert "7.82 GiB" in v.cause
+    assert "7.82 GiB" not in v.fix and "79.10 GiB" not in v.fix and "3.21 GiB" not in v.fix
+    assert v.fix.startswith("With TP=2, PP=1, CP=1, DP=4: lower --micro-batch-size")
+
+
+def test_a_hang_with_a_named_culprit_does_not_send_the_user_to_find_one() -> None:
+    from tests.helpers import REAL
+
+    for job in (FORMATS / "pure-hang-missing-rank", FORMATS / "hang-lowest-last-enqueued",
+                FORMATS / "collective-mismatch", REAL / "fr-late-rank"):
+        v = analysis(job).diagnosis.verdict
+        assert v.rank is not None, job
+        assert "did NOT time out" not in v.fix, (job, v.fix)
+        assert "find the first failing rank" not in v.fix, (job, v.fix)
+        assert f"rank {v.rank}'s own log" in v.fix, (job, v.fix)
+
+
+def test_the_evidence_of_a_culprit_without_a_line_says_so() -> None:
+    # pure-hang-missing-rank: rank 6 is the culprit because it is the one rank that logged no
+    # timeout; it logged nothing at all, so the evidence is another rank's line, and says so.
+    out = _text(FORMATS / "pure-hang-missing-rank")
+    evidence = out.split("\nEvidence\n", 1)[1].splitlines()[0]
+    assert evidence.startswith("pure-hang-52007.err:9  rank 0 on node gpu-node-001")
+    assert "rank 6 logged no line of its own" in evidence
+
+
+def test_the_evidence_puts_the_culprit_line_first() -> None:
+    for name in ("hang-lowest-last-enqueued", "collective-mismatch"):
+        d = analysis(FORMATS / name).diagnosis
+        assert d.verdict.evidence[0].rank == d.verdict.rank, name
+
+
+def test_the_unknown_page_does_not_say_cause_not_identified_above_a_cause() -> None:
+    from tests.helpers import REAL
+
+    page = _text(REAL / "unknown-loader-fatal", "html")
+    assert "not identified" not in page.lower()
+    assert "no catalog pattern" in page.lower()
+
+
+def test_flags_do_not_break_at_their_hyphens_in_html() -> None:
+    page = _text(FORMATS / "cuda-oom-cascade", "html")
+    assert '<span class="nw">(--use-distributed-optimizer);</span>' in page or (
+        '<span class="nw">--use-distributed-optimizer</span>' in page
+    )
+    assert ".nw{white-space:nowrap}" in page
+
+
+def test_an_empty_builtin_catalog_names_a_plain_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.resources.readers import MultiplexedPath
+
+    import analyzer.catalog.load as load
+    from analyzer.catalog.model import CatalogError
+
+    empty = MultiplexedPath(str(tmp_path))  # an installed namespace package with no file
+    monkeypatch.setattr(load.resources, "files", lambda _name: empty)
+    with pytest.raises(CatalogError) as exc:
+        load.builtin_files()
+    assert "MultiplexedPath" not in str(exc.value)
+    assert f"no *.toml file in {tmp_path}" in str(exc.value)

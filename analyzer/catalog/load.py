@@ -75,12 +75,19 @@ def builtin_files() -> list[Traversable]:
     if root is None and _CHECKOUT_DIR.is_dir():
         found = [f for f in _CHECKOUT_DIR.iterdir() if f.name.endswith(".toml")]
     if not found:
-        where = str(root) if root is not None else "the package analyzer.patterns"
+        where = _plain(root) if root is not None else "the package analyzer.patterns"
         raise CatalogError(
             f"the built-in pattern catalog is empty: no *.toml file in {where}. The installation "
             "is broken; reinstall mcore-diagnose (pip install --force-reinstall mcore-diagnose)"
         )
     return sorted(found, key=lambda f: f.name)
+
+
+def _plain(root: Traversable) -> str:
+    """A resource directory as a plain path: a namespace package's ``MultiplexedPath('…')``
+    as the directories it joins."""
+    paths = getattr(root, "_paths", None)
+    return ", ".join(str(p) for p in paths) if paths else str(root)
 
 
 def builtin_dir() -> Path:

@@ -75,7 +75,7 @@ def _ws(facts: JobFacts, geo: Geometry) -> int | None:
 
 
 def _oom(row: Event, facts: JobFacts) -> list[Step]:
-    """One sentence with the rank, its figures and parallelism and the steps that fit them."""
+    """One sentence with the job's parallelism and the steps that fit it."""
     par = ", ".join(f"{k.upper()}={facts.get(k)}" for k in ("tp", "pp", "cp", "dp") if facts.get(k))
     mbs = _int(facts.get("micro_batch"))
     steps = []
@@ -100,15 +100,10 @@ def _oom(row: Event, facts: JobFacts) -> list[Step]:
             0, "check for a second process on that GPU (a stale job or two ranks on one device)"
         )
         topics.append("gpu-shared")
-    sizes = (("tried", row.cap("tried")), ("total", row.cap("total")), ("free", row.cap("free")))
-    figures = ", ".join(f"{k} {v}" for k, v in sizes if v)
-    rank = row.rank
-    head = f"Rank {rank}" if rank is not None else "The rank that ran out of memory"
-    if figures:
-        head += f" ({figures})"
-    if par:
-        head += f" with {par}"
-    return [step(head + ": " + "; ".join(steps) + ".", *topics)]
+    # the cause already gives the rank and its figures (tried, free, total): not said again
+    text = "; ".join(steps) + "."
+    text = f"With {par}: {text}" if par else text[0].upper() + text[1:]
+    return [step(text, *topics)]
 
 
 def _heads_fix(heads: int, tp: int | None, pp: int, cp: int, ws: int | None) -> str:

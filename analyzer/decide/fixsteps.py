@@ -117,6 +117,8 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
         ("alloc-conf", r"expandable_segments"),
         ("gpu-shared", r"(?:another|second|other) process|share the GPU|two jobs or two ranks"),
         ("find-first", r"^A consequence|find why the master"),
+        ("find-culprit", r"rank that did NOT time out|that rank is the cause"
+                         r"|find the first failing rank"),
         ("fr-rerun", r"TORCH_NCCL_TRACE_BUFFER_SIZE|TORCH_NCCL_DUMP_ON_TIMEOUT|TORCH_FR_"),
         ("master-addr", r"MASTER_ADDR (?:must be|is) the first host|first host of the allocation"
                         r"|scontrol show hostnames"),
@@ -166,6 +168,11 @@ def sentences(text: str) -> list[str]:
     if text in ("", "-"):
         return []
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def without(text: str, topic: str) -> str:
+    """``text`` less its sentences on ``topic`` (a culprit named: no step to go and find one)."""
+    return " ".join(s for s in sentences(text) if topic not in topics_of(s))
 
 
 def catalog_steps(text: str) -> list[Step]:

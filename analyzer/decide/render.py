@@ -15,6 +15,7 @@ from analyzer.catalog.model import render
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.fixes import tailor_fix
+from analyzer.decide.fixsteps import without
 from analyzer.decide.job import JobView
 from analyzer.decide.rank_decision import RankDecision
 from analyzer.decide.rank_rules import reporting_ranks
@@ -24,6 +25,8 @@ from analyzer.model.event import Event
 from analyzer.shape.facts import JobFacts
 
 _UNKNOWN_SUBJECT = regex.compile(r"\b(?P<w>[Rr]ank|[Nn]ode) \?(?=[\s,.:;)]|$)")
+_UNKNOWN_SIZE = regex.compile(r"(?<=\b(?:size|count|number)) \?(?=[\s,.:;)]|$)")
+"""``the model-parallel size ?``: a size the line did not give is left out, not shown as ``?``."""
 
 
 def evidence(r: Event) -> Evidence:
@@ -39,10 +42,12 @@ def _values(r: Event, facts: JobFacts) -> dict[str, Any]:
 
 
 def _unknowns(text: str) -> str:
-    """``Rank ? raised`` reads badly: say "a rank" where the logs name none."""
-    return _UNKNOWN_SUBJECT.sub(
+    """``Rank ? raised`` reads badly: say "a rank" where the logs name none, and leave out a
+    size the logs did not give (``the model-parallel size ?``)."""
+    text = _UNKNOWN_SUBJECT.sub(
         lambda m: ("A " if m["w"][0].isupper() else "a ") + m["w"].lower(), text
     )
+    return _UNKNOWN_SIZE.sub("", text)
 
 
 def failure_key(r: Event) -> dict[str, str]:
@@ -82,8 +87,12 @@ def _hang_texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str]:
     else:
         cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
     base = render(first.fix or "", _values(first, job.facts))
+    if d.rank is not None:  # a culprit is named: the fix does not send the user to find one
+        base = without(base, "find-culprit")
     fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo,
                      job.rows)
+    if d.rank is not None:
+        fix = fix.replace("the culprit rank's own log", f"rank {d.rank}'s own log")
     return cause, fix
 
 

@@ -354,7 +354,7 @@ def claimed_twice_cause(rank: int, file: str, first_line: int, line: int) -> str
 
 def downstream_line(who: str, what: str, when: str, lines: int) -> str:
     """One line of the downstream-symptom summary."""
-    return f"{who} then hit “{what}”{when} ({lines:,} line{'s' if lines != 1 else ''}) — downstream"
+    return f"{who} then hit “{what}”{when} ({lines:,} line{'s' if lines != 1 else ''})"
 
 
 def ranks_phrase(n: int) -> str:

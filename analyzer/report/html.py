@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+import regex
+
 from analyzer.report.grid import KIND_LABEL, Grid
 from analyzer.report.model import AdvisoryView, EvidenceView, ReportModel, build_model
 from analyzer.util.safe import html_text, shorten
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 _SEVERITY = {
     "fail": ("#c62828", "#fdecea", "Job failed"),
-    "unknown": ("#b26a00", "#fff4e0", "Job failed — cause not identified"),
+    "unknown": ("#b26a00", "#fff4e0", "Job failed — no catalog pattern names the cause"),
     "ok": ("#2e7d32", "#e8f5e9", "No failure found"),
 }
 
@@ -71,6 +73,7 @@ vertical-align:top}
 table.tl{border-collapse:collapse;font-size:12px}
 table.tl th,table.tl td{padding:2px 10px 2px 0;text-align:left;white-space:nowrap}
 footer{padding:14px 22px 0;color:#8a95a0;font-size:11px}
+.nw{white-space:nowrap}
 """.strip()
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'none'"
@@ -81,12 +84,34 @@ def e(text: object) -> str:
     return html_text(text)
 
 
+_TOKEN = regex.compile(r"\S+")
+_HYPHEN = regex.compile(r"\w-\w|(?:^|\W)--?\w")
+"""A flag (``--use-distributed-optimizer``) or a hyphenated word (``out-of-memory``)."""
+
+
+def nobreak(text: str) -> str:
+    """Escaped text whose flags and hyphenated words stay on one line: a browser breaks a line
+    after a hyphen, and a flag split there reads as two."""
+    out, at = [], 0
+    for m in _TOKEN.finditer(text):
+        word = m.group()
+        if len(word) > 60 or not _HYPHEN.search(word):
+            continue
+        out.append(e(text[at : m.start()]))
+        out.append(f'<span class="nw">{e(word)}</span>')
+        at = m.end()
+    out.append(e(text[at:]))
+    return "".join(out)
+
+
 def prose(text: object) -> str:
-    """Escaped running text whose ``code`` spans become ``<code>`` elements."""
+    """Escaped running text whose ``code`` spans become ``<code>`` elements; hyphenated words
+    and flags do not break at a hyphen."""
     from analyzer.util.safe import code_spans
 
     return "".join(
-        f"<code>{e(part)}</code>" if is_code else e(part) for is_code, part in code_spans(str(text))
+        f"<code>{nobreak(part)}</code>" if is_code else nobreak(part)
+        for is_code, part in code_spans(str(text))
     )
 
 

@@ -7,8 +7,8 @@ sequences, no control characters); each view still escapes it for its own medium
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from analyzer.util.safe import clean
 if TYPE_CHECKING:
     from analyzer.api import Analysis
     from analyzer.decide.advisories import Advisory
-    from analyzer.decide.verdict import Evidence, Verdict
+    from analyzer.decide.verdict import Evidence, RankRow, Verdict
     from analyzer.shape.attribute import Geometry
 
 CONTEXT_HEAD = 2
@@ -150,15 +150,15 @@ def fmt_time(t: datetime | str | None) -> str | None:
 
 
 def _who(v: Verdict, hosts: dict[int, str]) -> str:
-    if v.rank is None:
-        who = "no single rank"
+    if v.rank is None:  # "First failing rank not singled out, on node 2" (the note says why)
+        who = "rank not singled out"
     else:
         who = f"rank {v.rank}"
         if v.local_rank is not None:
             who += f" (local {v.local_rank})"
     node = _node_label(v.node, v.node_index, hosts)
     if node:
-        who += f" on node {node}"
+        who += (", on" if v.rank is None else " on") + f" node {node}"
     if v.rank_certainty is not None:
         who += f" — {CERTAINTY_WORDS[v.rank_certainty]}"
     return who
@@ -212,6 +212,21 @@ def _evidence(e: Evidence) -> EvidenceView:
         context=ctx,
         line_in_context=in_ctx,
     )
+
+
+def _evidence_views(v: Verdict, ranks: Mapping[int, RankRow]) -> list[EvidenceView]:
+    """The verdict's evidence; when the culprit logged nothing (a hang's silent rank), the
+    first line, another rank's, says so rather than pass for the culprit's own."""
+    views = [_evidence(e) for e in v.evidence]
+    row = ranks.get(v.rank) if v.rank is not None else None
+    first = v.evidence[0] if v.evidence else None
+    if views and row is not None and row.category is None and first is not None and (
+        first.rank is not None and first.rank != v.rank
+    ):
+        views[0] = replace(
+            views[0], who=f"{views[0].who} (rank {v.rank} logged no line of its own)"
+        )
+    return views
 
 
 def _alt(v: Verdict) -> AltView:
@@ -364,7 +379,7 @@ def build_model(a: Analysis) -> ReportModel:
         confidence=v.confidence,
         pattern_id=clean(v.pattern_id) if v.pattern_id else None,
         rank_note=_rank_note(v),
-        evidence=[_evidence(e) for e in v.evidence],
+        evidence=_evidence_views(v, d.ranks),
         symptoms=[clean(s) for s in d.symptom_lines],
         facts=_facts(a, grid),
         grid=grid,
