@@ -436,7 +436,7 @@ def test_merge_of_parts_equals_unsharded_run(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def fake_job(path: str, job_id: str) -> dict:
+def fake_job(path: str, job_id: str, files: tuple[str, ...] = ()) -> dict:
     """Stand-in for the diagnosis, picked by the job's name (runs in a worker process)."""
     name = Path(path).name
     if name == "raises":

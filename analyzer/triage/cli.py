@@ -225,9 +225,10 @@ def _read_jobs_from(jobs_from: Path) -> list[Job]:
 
 
 def _gather_jobs(roots: list[Path], jobs_from: Path | None, max_depth: int) -> list[Job]:
-    """The jobs listed in ``jobs_from`` and found under ``roots``, one per path, sorted (a
-    warning when there are none)."""
-    from analyzer.triage.find import FindError, find_jobs
+    """The jobs listed in ``jobs_from`` and found under ``roots``, each directory of several
+    jobs' output files split by job id as ``diagnose`` splits it, one per key (the row's
+    ``path``), sorted by key (a warning when there are none)."""
+    from analyzer.triage.find import FindError, find_jobs, split_jobs
 
     if not roots and jobs_from is None:
         _usage("give one or more ROOT directories, or --jobs-from FILE")
@@ -239,7 +240,8 @@ def _gather_jobs(roots: list[Path], jobs_from: Path | None, max_depth: int) -> l
             jobs += find_jobs(roots, max_depth=max_depth)
     except FindError as exc:
         _usage(str(exc))
-    jobs = sorted({j.path: j for j in jobs}.values())
+    by_key = {j.key: j for j in split_jobs(jobs)}
+    jobs = [by_key[k] for k in sorted(by_key)]
     if not jobs:
         typer.echo(
             "mcore-diagnose triage: warning: no job directories found (a job directory holds "
@@ -407,7 +409,7 @@ def run_cmd(
     if not quiet:
         where = f" (shard {meta['shard']} of {meta['jobs_all']})" if shard_spec else ""
         typer.echo(
-            f"triage: {len(jobs)} job directories{where}, {n_workers or 1} worker(s)", err=True
+            f"triage: {len(jobs)} jobs{where}, {n_workers or 1} worker(s)", err=True
         )
     rows = _diagnose(jobs, n_workers, timeout, mem, good_runs, quiet)
     if sacct:

@@ -23,9 +23,9 @@ Hidden directories (``.name``) and symlinked directories are not searched; the s
 ``max_depth`` levels below a root. ``expected.toml`` and other non-log names never count.
 
 The job id comes from the SLURM output's name (the largest id when there are several), else the
-directory's name. Job ids need not be unique (requeues, copies); ``path`` is the row's key.
-:func:`files_by_job` splits a job directory that holds several jobs' output files by job id
-(``diagnose`` and ``events`` read each id's files as one job).
+directory's name. Job ids need not be unique (requeues, copies); :attr:`Job.key` is the row's
+key. :func:`split_jobs` splits a job directory that holds nothing but several jobs' output files
+by job id (``triage``, ``diagnose`` and ``events`` read each id's files as one job).
 """
 
 from __future__ import annotations
@@ -63,6 +63,16 @@ class Job:
     files: tuple[str, ...] = ()
     """The names of the job's files in ``path`` when the directory holds other jobs' output
     too (:func:`split_by_id`); empty: the whole directory."""
+
+    @property
+    def key(self) -> str:
+        """The job's row key (the triage table's ``path``): ``path``, or for a job that is
+        some of a directory's files, the path of its output file (its ``.out`` when it has
+        one): unique, where several jobs share the directory."""
+        if not self.files:
+            return self.path
+        outs = [n for n in self.files if n.removesuffix(".gz").endswith(".out")]
+        return os.path.join(self.path, (outs or list(self.files))[0])
 
 
 class FindError(ValueError):
@@ -279,18 +289,26 @@ def split_by_id(d: Path) -> tuple[dict[str, list[str]], bool]:
     return dict(sorted(by_id.items(), key=lambda kv: id_key(kv[0]))), not other
 
 
-def jobs_under(root: Path, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Job]:
-    """The jobs under ``root`` as ``diagnose`` and ``events`` read them: :func:`find_jobs`'
-    job directories, each that is nothing but several jobs' output files split into one job
-    per job id (``files``)."""
+def split_jobs(jobs: list[Job]) -> list[Job]:
+    """``jobs`` with each job directory that is nothing but several jobs' output files split
+    into one job per job id (``files``: that id's files, ids in order); the others as given."""
     out: list[Job] = []
-    for job in find_jobs([root], max_depth):
-        by_id, alone = split_by_id(Path(job.path)) if os.path.isdir(job.path) else ({}, False)
+    for job in jobs:
+        if job.files or not os.path.isdir(job.path):
+            out.append(job)
+            continue
+        by_id, alone = split_by_id(Path(job.path))
         if len(by_id) < 2 or not alone:
             out.append(job)
             continue
         out.extend(Job(job.path, i, tuple(names)) for i, names in by_id.items())
     return out
+
+
+def jobs_under(root: Path, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Job]:
+    """The jobs under ``root`` as ``triage``, ``diagnose`` and ``events`` read them:
+    :func:`find_jobs`' job directories, split by :func:`split_jobs`."""
+    return split_jobs(find_jobs([root], max_depth))
 
 
 def read_job_list(text: str, base: Path | None = None) -> list[Job]:
@@ -327,11 +345,11 @@ def parse_shard(spec: str) -> tuple[int, int]:
 
 
 def shard_of(job: Job, n: int) -> int:
-    """The shard (0..n-1) a job belongs to: a stable hash of its path, so every shard agrees
-    even when each one walks the roots at a slightly different time."""
+    """The shard (0..n-1) a job belongs to: a stable hash of its key (:attr:`Job.key`), so
+    every shard agrees even when each one walks the roots at a slightly different time."""
     import hashlib
 
-    h = hashlib.sha256(job.path.encode("utf-8", "surrogateescape")).digest()
+    h = hashlib.sha256(job.key.encode("utf-8", "surrogateescape")).digest()
     return int.from_bytes(h[:8], "big") % n
 
 

@@ -33,8 +33,9 @@ MAX_START_FAILURES = 3
 """Workers that may fail to start before the batch gives up (every row then says why)."""
 _POLL = 0.5
 
-JobFunc = Callable[[str, str], dict[str, Any]]
-"""``func(path, job_id) -> row``: what a worker runs for each job."""
+JobFunc = Callable[[str, str, tuple[str, ...]], dict[str, Any]]
+"""``func(path, job_id, files) -> row``: what a worker runs for each job (``files``: the
+names of the job's files in the directory ``path``, empty for the whole of ``path``)."""
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: called after each job's row is in."""
 Row = dict[str, Any]
@@ -83,20 +84,20 @@ def _say_ready(conn: Any, warm_up: Callable[[], Any] | None) -> bool:
     return True
 
 
-def _run_one(func: JobFunc, path: str, job_id: str) -> tuple[Row, bool]:
+def _run_one(func: JobFunc, job: Job) -> tuple[Row, bool]:
     """The job's row (an ``error`` row when ``func`` raised) and whether the worker should
     stop after sending it (KeyboardInterrupt, SystemExit)."""
     try:
-        return func(path, job_id), False
+        return func(job.path, job.job_id, job.files), False
     except BaseException as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].name}:{tb[-1].lineno}" if tb else ""
-        row = problem_row(Job(path, job_id), "error", f"{type(exc).__name__}: {exc}{where}")
+        row = problem_row(job, "error", f"{type(exc).__name__}: {exc}{where}")
         return row, isinstance(exc, KeyboardInterrupt | SystemExit)
 
 
 def _worker_main(conn: Any, func: JobFunc, warm_up: Callable[[], Any] | None = None) -> None:
-    """A worker process: say ready, then run jobs sent as ``(idx, path, job_id)`` until None."""
+    """A worker process: say ready, then run jobs sent as ``(idx, job)`` until None."""
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     with contextlib.suppress(AttributeError, ValueError):
@@ -110,8 +111,8 @@ def _worker_main(conn: Any, func: JobFunc, warm_up: Callable[[], Any] | None = N
             return
         if msg is None:
             return
-        idx, path, job_id = msg
-        row, stop = _run_one(func, path, job_id)
+        idx, job = msg
+        row, stop = _run_one(func, job)
         if stop:
             with contextlib.suppress(Exception):
                 conn.send((idx, row))
@@ -182,7 +183,7 @@ def _run_inline(jobs: Sequence[Job], func: JobFunc, progress: Progress | None) -
     rows: list[Row | None] = [None] * total
     for i, job in enumerate(jobs):
         try:
-            rows[i] = func(job.path, job.job_id)
+            rows[i] = func(job.path, job.job_id, job.files)
         except Exception as exc:
             rows[i] = problem_row(job, "error", f"{type(exc).__name__}: {exc}")
         if progress:
@@ -307,7 +308,7 @@ class _Pool:
         """Send the next waiting job to ``w`` (back to the queue if the worker is gone)."""
         idx, job = self.pending.popleft()
         try:
-            w.conn.send((idx, job.path, job.job_id))
+            w.conn.send((idx, job))
         except (OSError, ValueError):
             self.pending.appendleft((idx, job))
             self.retire(w)
@@ -414,7 +415,8 @@ def run_pool(
     progress: Progress | None = None,
     warm_up: Callable[[], Any] | None = None,
 ) -> list[Row]:
-    """One row per job, in the order of ``jobs``: ``func(path, job_id)`` in worker processes.
+    """One row per job, in the order of ``jobs``: ``func(path, job_id, files)`` in worker
+    processes.
 
     ``workers=0`` runs in this process (no time or memory limit); ``warm_up`` (picklable by
     reference) runs in each worker before it takes jobs. See ``run.run_jobs`` for the rest.

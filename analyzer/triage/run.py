@@ -7,6 +7,7 @@ are re-exported here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -94,14 +95,19 @@ def _good_run_templates(good_runs: tuple[str, ...]) -> frozenset[str] | None:
     return _GOOD_RUNS[good_runs]
 
 
-def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Diagnose one job (in a worker process) and return its row; ``good_runs``: good runs of
-    the same job, whose error lines are never an unknown failure's cause."""
+def diagnose_job(
+    path: str, job_id: str, files: tuple[str, ...] = (), good_runs: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Diagnose one job (in a worker process) and return its row; ``files``: the job's files
+    in the directory ``path`` (empty: all of ``path``); ``good_runs``: good runs of the same
+    job, whose error lines are never an unknown failure's cause."""
     from analyzer.api import run_job
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION, fingerprint
 
-    job = Job(path, job_id)
-    run = run_job([path], _catalog(), workers=1, good_run_templates=_good_run_templates(good_runs))
+    job = Job(path, job_id, files)
+    inputs = [os.path.join(path, n) for n in files] or [path]
+    templates = _good_run_templates(good_runs)
+    run = run_job(inputs, _catalog(), workers=1, good_run_templates=templates)
     a, d = run.analysis, run.diagnosis
     v = d.verdict
     row = empty_row(job)
@@ -153,7 +159,7 @@ def diagnose_job(path: str, job_id: str, good_runs: tuple[str, ...] = ()) -> dic
     if not a.read.scans:
         skipped = [f"{rel}: {why}" for rel, why in a.discovery.skipped[:3]]
         problems.append("no log content" + (" (" + "; ".join(skipped) + ")" if skipped else ""))
-        row.update(no_log_content(path, skipped))
+        row.update(no_log_content(job.key, skipped))
     if problems:
         row["note"] = "; ".join(problems[:3])[:1000]
     return row

@@ -67,7 +67,7 @@ def empty_row(job: Job) -> dict[str, Any]:
     """A row with only the job's identity filled in."""
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row["job_id"] = job.job_id
-    row["path"] = job.path
+    row["path"] = job.key
     return row
 
 
