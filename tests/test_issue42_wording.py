@@ -240,3 +240,143 @@ def test_an_empty_builtin_catalog_names_a_plain_path(
         load.builtin_files()
     assert "MultiplexedPath" not in str(exc.value)
     assert f"no *.toml file in {tmp_path}" in str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Items 10 and 11: widths and hanging indents; -v shows long lines whole
+# ---------------------------------------------------------------------------------------------
+
+
+def _tty_lines(*args: str, columns: int = 80) -> list[str]:
+    from tests.helpers import cli_on_tty
+
+    out = cli_on_tty(*args, env={"NO_COLOR": "1", "COLUMNS": str(columns), "LINES": "50"})
+    return out.replace("\r\n", "\n").splitlines()
+
+
+def test_lint_findings_fit_80_columns_with_a_hanging_indent() -> None:
+    from tests.helpers import ROOT
+
+    script = ROOT / "tests" / "lint_scripts" / "guide-skeleton.sbatch"
+    lines = _tty_lines("lint", str(script))
+    assert lines and max(map(len, lines)) <= 80, max(lines, key=len)
+    head = next(i for i, ln in enumerate(lines) if "[uv-sync]" in ln)
+    assert lines[head + 1].startswith("    ") and lines[head + 1].strip()  # wrapped, indented
+    fix = next(i for i, ln in enumerate(lines) if ln.startswith("  fix: "))
+    assert lines[fix + 1].startswith(" " * 7)  # under the fix's text, not at column 0
+    assert not any(ln.endswith(" ") for ln in lines)
+
+
+def test_lint_listing_uses_the_width_it_is_given() -> None:
+    from analyzer.lint.report import render
+    from analyzer.lint.rules import Finding
+
+    # synthetic finding: the mechanism of wrapping, not a real rule's words
+    f = Finding(rule="r", severity="note", line=1, message="word " * 40, fix="fix " * 30,
+                reason="why " * 30)
+    text = render([("s.sbatch", [f])], {"s.sbatch": ["srun " + "x" * 150]}, color=False,
+                  width=60)
+    assert max(map(len, text.splitlines())) <= 60
+
+
+def test_patterns_show_fits_80_columns() -> None:
+    lines = _tty_lines("patterns", "show", "nccl.watchdog.timeout")
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    regex = next(ln for ln in lines if ln.startswith("regex:"))
+    i = lines.index(regex)
+    joined = regex[10:] + "".join(ln[10:] for ln in lines[i + 1:] if ln.startswith(" " * 10))
+    from tests.helpers import builtin_catalog
+
+    assert joined.startswith(builtin_catalog().by_id["nccl.watchdog.timeout"].regex.pattern)
+
+
+def test_verbose_skipped_lines_fit_the_terminal() -> None:
+    from analyzer.report.table import hanging
+
+    # synthetic path and reason: the wrapping of one "skipped" line
+    line = hanging("skipped ", "torchrun-logs/" + "deep/" * 20 + "x.md: not a log file name", 80)
+    assert max(map(len, line.splitlines())) <= 80
+    assert all(ln.startswith(" " * 8) for ln in line.splitlines()[1:])
+    assert hanging("skipped ", "a.md: why", None) == "skipped a.md: why"  # a pipe: one line
+
+
+def test_triage_text_summary_in_a_file_is_100_columns_with_hanging_indents(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import REAL
+
+    out = tmp_path / "summary.txt"
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "triage", str(REAL), "-j", "1", "--summary",
+         str(out), "-o", str(tmp_path / "t.json")],
+        capture_output=True, text=True, check=False,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert max(map(len, lines)) == 100 or max(map(len, lines)) < 100
+    assert max(map(len, lines)) > 80  # the width is used
+    starts = ("Triage:", "Causes by count", "Node implication", "left unknown", "note:",
+              "Against")
+    flush = [ln for ln in lines if ln and not ln.startswith(" ")]
+    assert all(ln.startswith(starts) for ln in flush), [
+        ln for ln in flush if not ln.startswith(starts)]
+
+
+def test_verbose_shows_long_traceback_lines_whole() -> None:
+    from analyzer.report import render
+
+    a = analysis(FORMATS / "cuda-oom-cascade")
+    ev = a.diagnosis.verdict.evidence[0]
+    long = [c for c in ev.context if len(c) > 80]
+    assert long
+    for width in (80, 100):
+        out = render(a, "terminal", width=width, verbose=True)
+        assert max(map(len, out.splitlines())) <= width
+        flat = "".join(out.split())
+        for c in long:  # every character of every long line is there: nothing cut with "…"
+            assert "".join(c.split()) in flat, c
+    plain = render(a, "terminal", width=80)
+    assert "…" in plain  # the default view still cuts them
+
+
+def test_the_grid_legend_wraps_under_itself() -> None:
+    out = _text(FORMATS / "nccl-timeout-torch-2.12-slurm-25")
+    grid = out.split("Rank grid", 1)[1].splitlines()
+    legend = next(i for i, ln in enumerate(grid) if ln.startswith("  X first failing rank"))
+    block = grid[legend : grid.index("", legend)]
+    assert len(block) > 1  # it does wrap at 100 columns
+    assert all(ln.startswith("  ") for ln in block)
+
+
+def _outside_fences(text: str) -> list[str]:
+    out, fenced = [], False
+    for ln in text.splitlines():
+        if ln.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            out.append(ln)
+    return out
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_markdown_keeps_table_cells_short_and_wraps_prose(sample: Path) -> None:
+    from analyzer.report import render
+
+    lines = _outside_fences(render(analysis(sample), "markdown"))
+    rows = [ln for ln in lines if ln.startswith("|")]
+    assert rows and max(map(len, rows)) <= 100, max(rows, key=len)  # a row cannot wrap
+    long = [ln for ln in lines if len(ln) > 100 and " " in ln.strip()[:100]
+            and not ln.startswith("#")]  # a heading is one line
+    assert not long, long[:2]  # prose wraps (only one unbroken word may pass the width)
+
+
+def test_wrapped_markdown_never_starts_a_block() -> None:
+    from analyzer.report.markdown import wrap
+
+    # synthetic text: a flag and a list marker fall at the break
+    lines = wrap("word " * 18 + "- not-a-list --flag 1. two", "- ", "  ", width=100)
+    assert all(not ln[2:].startswith(("-", "1.")) for ln in lines[1:])
+    assert " ".join(ln[2:] for ln in lines) == ("word " * 18 + "- not-a-list --flag 1. two")

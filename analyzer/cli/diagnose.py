@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -227,8 +228,11 @@ def _run_one(
 def _warn(a: Any, d: Any, prefix: str, skipped: bool) -> None:
     """The job's problems (and, with ``skipped``, the files skipped) on standard error."""
     if skipped:
-        for rel, why in a.discovery.skipped:
-            typer.echo(f"{prefix}skipped {rel}: {why}", err=True)
+        from analyzer.report.table import hanging
+
+        width = shutil.get_terminal_size().columns if sys.stderr.isatty() else None
+        for rel, why in a.discovery.skipped:  # wrapped to the terminal, indented under the path
+            typer.echo(hanging(f"{prefix}skipped ", f"{rel}: {why}", width), err=True)
     for p in d.problems:
         typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
 

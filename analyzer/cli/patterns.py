@@ -74,16 +74,24 @@ def patterns_show(
             EXIT_USAGE,
         )
         return
-    typer.echo(
-        f"id:       {p.id}\ncategory: {p.category}\nrole:     {p.role}\ntitle:    {p.title}\n"
-        f"needles:  {list(p.needles)}\nregex:    {p.regex.pattern}\ncause:    {p.cause}\n"
-        f"fix:      {p.fix}\nversions: {', '.join(p.versions)}\nsource:   {p.source}\n"
-        f"file:     {p.origin}\nexamples:"
+    from analyzer.cli.app import terminal_width
+    from analyzer.report.table import hanging
+
+    width = terminal_width()
+    fields = (
+        ("id", p.id), ("category", p.category), ("role", p.role), ("title", p.title),
+        ("needles", str(list(p.needles))), ("regex", p.regex.pattern), ("cause", p.cause),
+        ("fix", p.fix), ("versions", ", ".join(p.versions)), ("source", p.source),
+        ("file", str(p.origin)),
     )
+    for name, value in fields:
+        exact = name in ("regex", "needles")  # cut anywhere, no space lost: joined, exact
+        typer.echo(hanging(f"{name + ':':<10}", value, width, exact=exact))
+    typer.echo("examples:")
     for ex in p.examples:
-        typer.echo(f"  + {ex.line}")
+        typer.echo(hanging("  + ", ex.line, width))
     for line in p.counter_examples:
-        typer.echo(f"  - {line}")
+        typer.echo(hanging("  - ", line, width))
 
 
 @patterns_app.command("test")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -14,6 +15,12 @@ from analyzer.util.safe import clean
 
 _STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 WIDTH = 100
+"""Width of the listing written to a file or a pipe (with no ``COLUMNS``)."""
+
+
+def listing_width() -> int:
+    """The terminal's width (``COLUMNS`` honoured), or :data:`WIDTH`; at least 40."""
+    return max(40, shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
 def to_json(results: Sequence[tuple[str, list[Finding]]]) -> str:
@@ -39,11 +46,15 @@ def render(
     *,
     color: bool,
     reasons: bool = True,
+    width: int | None = None,
 ) -> str:
-    """The report for terminal or text: each finding with its script line, the fix and why."""
+    """The report for terminal or text: each finding with its script line, the fix and why,
+    every line within ``width`` columns (default :func:`listing_width`), wrapped lines indented
+    under their label."""
+    width = width or listing_width()
     buf = io.StringIO()
-    con = Console(file=buf, force_terminal=color, no_color=not color, width=WIDTH,
-                  highlight=False, emoji=False, soft_wrap=True)
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width,
+                  highlight=False, emoji=False, soft_wrap=True, _environ={})
     for path, found in results:
         src = lines.get(path, [])
         for f in found:
@@ -53,13 +64,23 @@ def render(
             head.append(f.severity, style=_STYLE[f.severity])
             head.append(f" [{f.rule}] ", style="dim")
             head.append(clean(f.message))
-            con.print(head)
+            _hang(con, Text(), head, width, indent=4)
             if 1 <= f.line <= len(src):
                 code = clean(src[f.line - 1]).rstrip()
-                con.print(Text.assemble((f"  {f.line:>4} | ", "dim"), code))
-            con.print(Text.assemble(("  fix: ", "green"), clean(f.fix)))
+                _hang(con, Text(f"  {f.line:>4} | ", "dim"), Text(code), width)
+            _hang(con, Text("  fix: ", "green"), Text(clean(f.fix)), width)
             if reasons:
-                con.print(Text("  why: " + clean(f.reason), style="dim"))
+                _hang(con, Text("  why: ", "dim"), Text(clean(f.reason), style="dim"), width)
             con.print()
-    con.print(Text(_summary(results)))
+    _hang(con, Text(), Text(_summary(results)), width, indent=2)
     return buf.getvalue()
+
+
+def _hang(con: Console, label: Text, body: Text, width: int, indent: int | None = None) -> None:
+    """``label`` then ``body`` wrapped to ``width``, continuation lines indented by ``indent``
+    (the label's width by default): a hanging indent."""
+    pad = len(label.plain) if indent is None else indent
+    room = max(width - max(pad, len(label.plain)), 20)
+    for i, line in enumerate(body.wrap(con, room)):
+        line.rstrip()
+        con.print(Text.assemble(label if i == 0 else " " * pad, line))

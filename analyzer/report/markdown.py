@@ -58,6 +58,34 @@ def prose(text: str) -> str:
     return "".join(out)
 
 
+WIDTH = 100
+"""Markdown source lines wrap at this width (a paragraph's soft line breaks render as spaces);
+tables hold only short values, since a table row cannot wrap."""
+_BLOCK_START = regex.compile(
+    r"(?:[-+*]|#{1,6}|\d{1,9}[.)]|[-=_*]+)$|[>|<]|```|~~~"
+)
+"""What must not begin a wrapped line: it would start a list, quote, heading, table or fence."""
+
+
+def wrap(text: str, first: str = "", rest: str = "", width: int = WIDTH) -> list[str]:
+    """``text`` (already escaped) as lines of at most ``width`` columns where the words allow,
+    the first led by ``first``, the others by ``rest`` (a list item's or quote's indent). A
+    line never starts with what Markdown would read as the start of a block."""
+    lines: list[list[str]] = [[]]
+    for word in text.split(" "):
+        cur = lines[-1]
+        lead = len(first if len(lines) == 1 else rest)
+        if cur and lead + len(" ".join([*cur, word])) > width:
+            if not _BLOCK_START.match(word):
+                lines.append([word])
+                continue
+            if len(cur) > 1 and not _BLOCK_START.match(cur[-1]):  # carry the word before along
+                lines.append([cur.pop(), word])
+                continue
+        cur.append(word)
+    return [(first if i == 0 else rest) + " ".join(ws) for i, ws in enumerate(lines)]
+
+
 def fence(lines: list[str], info: str = "text") -> str:
     """A fenced code block that no line inside can close."""
     body = "\n".join(lines)
@@ -76,7 +104,7 @@ def _evidence(e: EvidenceView, verbose: bool) -> list[str]:
             lines.append(f"… {hidden} more traceback lines …")
             lines += last
     lines.append(e.text if verbose else shorten(e.text, 2000))
-    return [head, "", fence(lines), ""]
+    return [*wrap(head), "", fence(lines), ""]
 
 
 def _grid(m: ReportModel) -> list[str]:
@@ -91,7 +119,7 @@ def _grid(m: ReportModel) -> list[str]:
     return [
         "## Rank grid",
         "",
-        md(g.summary),
+        *wrap(md(g.summary)),
         "",
         fence([*body, "", legend]),
         "",
@@ -105,18 +133,22 @@ def _heading(m: ReportModel) -> list[str]:
 
 
 def _verdict(m: ReportModel) -> list[str]:
-    """The verdict table: category, first failing rank, time, cause, fix, confidence."""
+    """The verdict table (category, first failing rank, time, confidence), then the note on the
+    rank, the cause and the fix as paragraphs."""
     out = ["| Verdict | Value |", "|---|---|", f"| **Category** | {code(m.category)} |"]
     if m.status != "ok":
-        who = md(m.who) + (f" <br>*{prose(m.rank_note)}*" if m.rank_note else "")
-        out.append(f"| **First failing** | {who} |")
+        out.append(f"| **First failing** | {md(m.who)} |")
         if m.time:
             out.append(f"| **Time** | {md(m.time)} |")
-    out.append(f"| **Cause** | {prose(m.cause)} |")
-    if m.fix:
-        out.append(f"| **Fix** | {prose(m.fix)} |")
     conf = f"{m.confidence:.2f}" + (f" (pattern {code(m.pattern_id)})" if m.pattern_id else "")
-    return [*out, f"| **Confidence** | {conf} |", ""]
+    out += [f"| **Confidence** | {conf} |", ""]
+    # the long texts as paragraphs below the table: a table row cannot wrap
+    if m.status != "ok" and m.rank_note:
+        out += [*wrap(f"*{prose(m.rank_note)}*"), ""]
+    out += [*wrap(f"**Cause:** {prose(m.cause)}"), ""]
+    if m.fix:
+        out += [*wrap(f"**Fix:** {prose(m.fix)}"), ""]
+    return out
 
 
 def _evidence_section(m: ReportModel, verbose: bool) -> list[str]:
@@ -133,7 +165,8 @@ def _symptoms(m: ReportModel) -> list[str]:
     """The downstream symptoms of a failure, one bullet each."""
     if m.status == "ok" or not m.symptoms:
         return []
-    return ["## Downstream symptoms", "", *(f"- {md(s)}" for s in m.symptoms), ""]
+    items = [line for s in m.symptoms for line in wrap(md(s), "- ", "  ")]
+    return ["## Downstream symptoms", "", *items, ""]
 
 
 def _advisories(m: ReportModel) -> list[str]:
@@ -142,9 +175,10 @@ def _advisories(m: ReportModel) -> list[str]:
         return []
     out = ["## Launch advisories", ""]
     for x in m.advisories:
-        out.append(f"- **{md(x.severity)}** {prose(x.line)}  ")
-        out.append(f"  fix: {code(x.fix)}")
-        out += [f"  - {md(v)}" for v in x.evidence]
+        out += wrap(f"**{md(x.severity)}** {prose(x.line)}", "- ", "  ")
+        out[-1] += "  "  # a line break before the fix
+        out += wrap(f"fix: {code(x.fix)}", "  ", "  ")
+        out += [line for v in x.evidence for line in wrap(md(v), "  - ", "    ")]
     return [*out, ""]
 
 
@@ -190,9 +224,10 @@ def _attempts(m: ReportModel) -> list[str]:
     if not m.attempts:
         return []
     items = [
-        f"- attempt {a.attempt}: {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
-        f"{prose(a.cause)}"
+        line
         for a in m.attempts
+        for line in wrap(f"attempt {a.attempt}: {code(a.category)} (rank {a.rank}, "
+                         f"{a.confidence:.2f}): {prose(a.cause)}", "- ", "  ")
     ]
     return ["## Per-attempt verdicts", "", *items, ""]
 
@@ -202,8 +237,10 @@ def _alternatives(m: ReportModel) -> list[str]:
     if not m.alternatives:
         return []
     items = [
-        f"- {code(a.category)} (rank {a.rank}, {a.confidence:.2f}): {prose(a.cause)}"
+        line
         for a in m.alternatives[:3]
+        for line in wrap(f"{code(a.category)} (rank {a.rank}, {a.confidence:.2f}): "
+                         f"{prose(a.cause)}", "- ", "  ")
     ]
     return ["## Also considered", "", *items, ""]
 
@@ -212,7 +249,7 @@ def _notes(m: ReportModel) -> list[str]:
     """What went wrong while reading, as quoted notes."""
     if not m.problems:
         return []
-    return [*(f"> note: {md(p)}" for p in m.problems), ""]
+    return [*(line for p in m.problems for line in wrap(f"note: {md(p)}", "> ", "> ")), ""]
 
 
 def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:

@@ -73,6 +73,25 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def hanging(label: str, value: str, width: int | None, exact: bool = False) -> str:
+    """``label`` + ``value`` on one line, or wrapped to ``width`` columns with the wrapped lines
+    indented under the value (a hanging indent); ``width`` None (a pipe): one line. ``exact``:
+    cut at the width rather than at spaces, so the lines joined give the value to the
+    character (a regex, a path)."""
+    if width is None or len(label) + len(value) <= width:
+        return label + value
+    import textwrap
+
+    room = max(width - len(label), 20)
+    if exact:
+        cuts = [value[i : i + room] for i in range(0, len(value), room)]
+        return "\n".join((label if i == 0 else " " * len(label)) + c for i, c in enumerate(cuts))
+    return textwrap.fill(
+        value, len(label) + room, initial_indent=label, subsequent_indent=" " * len(label),
+        break_on_hyphens=False, break_long_words=True,
+    )
+
+
 def _value(v: Any) -> str:
     if v is None:
         return "—"

@@ -73,20 +73,31 @@ def _heading(text: str) -> Text:
     return Text(text, style="bold underline")
 
 
+def _whole(line: str) -> RenderableType:
+    """A traceback line shown whole: wrapped, its wrapped part under its own first character."""
+    body = line.lstrip(" ")
+    text = Text(body, style="dim", overflow="fold")
+    return _pad(text, (0, 0, 0, 2 + len(line) - len(body)))
+
+
 def _evidence_block(e: EvidenceView, verbose: bool) -> RenderableType:
     head = Text(e.location, style="cyan")
     if e.who:
         head.append("  " + e.who, style="dim")
     parts: list[RenderableType] = [head]
     if e.context:
-        first, hidden, last = (e.context, 0, []) if verbose else e.collapsed()
-        ctx = Text("\n".join(first), style="dim")
-        if hidden:
-            ctx.append(f"\n… {hidden} more traceback lines (--verbose shows them) …", style="dim")
-            ctx.append("\n" + "\n".join(last), style="dim")
-        ctx.no_wrap = True
-        ctx.overflow = "ellipsis"
-        parts.append(_pad(ctx, (0, 0, 0, 2)))
+        if verbose:  # every line whole, wrapped under its own start
+            parts += [_whole(line) for line in e.context]
+        else:  # collapsed, each line cut at the width
+            first, hidden, last = e.collapsed()
+            ctx = Text("\n".join(first), style="dim")
+            if hidden:
+                ctx.append(f"\n… {hidden} more traceback lines (--verbose shows them) …",
+                           style="dim")
+                ctx.append("\n" + "\n".join(last), style="dim")
+            ctx.no_wrap = True
+            ctx.overflow = "ellipsis"
+            parts.append(_pad(ctx, (0, 0, 0, 2)))
     line = e.text if verbose else shorten(e.text, EVIDENCE_CHARS)
     parts.append(_pad(Text(line, style="bold"), (0, 0, 0, 2)))
     return Group(*parts)
@@ -153,13 +164,13 @@ def _grid(m: ReportModel, width: int, color: bool) -> RenderableType:
         _pad(Text(g.summary), (0, 0, 0, 2)),
         *grid_lines(g, width, color),
     ]
-    legend = Text("  ")
+    legend = Text()
     for i, k in enumerate(g.keys):
         if i:
             legend.append("   ")
         legend.append(k.mark, style=k.style if color else "")
         legend.append(f" {k.label}", style="dim")
-    lines.append(legend)
+    lines.append(_pad(legend, (0, 0, 0, 2)))  # wrapped lines stay indented
     return Group(*lines)
 
 
@@ -210,7 +221,11 @@ def _others(m: ReportModel) -> RenderableType:
                 )
             )
     for p in m.problems:
-        lines.append(Text(f"note: {p}", style="dim"))
+        note = Table.grid()  # "note: " then the text, wrapped under itself
+        note.add_column(no_wrap=True)
+        note.add_column()
+        note.add_row(Text("note: ", style="dim"), Text(p, style="dim"))
+        lines.append(note)
     return Group(*lines)
 
 

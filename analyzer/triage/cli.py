@@ -141,7 +141,7 @@ def _finish(
         from analyzer.util.color import use_color
 
         tty = use_color(color, sys.stdout)
-        width = shutil.get_terminal_size((120, 24)).columns
+        width = shutil.get_terminal_size((100, 24)).columns
         sys.stdout.write(render_terminal(s, color=tty, width=width))
     elif warnings:
         for w in warnings:

@@ -20,6 +20,7 @@ from analyzer.triage.model import (
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
 NARROW_BELOW = 130
 """Below this width the causes and nodes are blocks (one per cause or node), not tables: the
@@ -86,15 +87,15 @@ def _print_causes_narrow(con: Console, s: Summary) -> None:
     has_new = s.baseline is not None
     con.print(Text("Causes by count"))
     for r in s.causes.iter_rows(named=True):
-        head = Text(f"  {r['jobs']} job{'s' if r['jobs'] != 1 else ''} · {r['category']}")
+        head = Text(f"{r['jobs']} job{'s' if r['jobs'] != 1 else ''} · {r['category']}")
         if r["pattern_id"]:
             head.append(f" · {r['pattern_id']}")
         head.append(f" · {r['fingerprint'] or ''}")
         if has_new and r.get("new"):
             head.append(" NEW", style="bold red")
-        con.print(head)
+        _hang(con, head, 2, 4)
         con.print(Padding(Text(one_line(r["cause"], 240)), (0, 0, 0, 4)))
-        con.print(Text("    e.g. " + ", ".join(r["examples"])))
+        _hang(con, Text("e.g. " + ", ".join(r["examples"])), 4, 6)
 
 
 def _print_nodes_narrow(con: Console, s: Summary) -> None:
@@ -103,21 +104,22 @@ def _print_nodes_narrow(con: Console, s: Summary) -> None:
 
     con.print(Text(f"Node implication (failing node of >= {MIN_NODE_JOBS} jobs)"))
     for r in s.nodes.iter_rows(named=True):
-        con.print(Text(f"  {r['node']}: {r['jobs']} jobs · "
-                       + ", ".join(c for c in r["categories"] if c)))
-        con.print(Text("    e.g. " + ", ".join(r["examples"])))
+        _hang(con, Text(f"{r['node']}: {r['jobs']} jobs · "
+                        + ", ".join(c for c in r["categories"] if c)), 2, 4)
+        _hang(con, Text("e.g. " + ", ".join(r["examples"])), 4, 6)
 
 
 def _print_unknown(con: Console, s: Summary) -> None:
     """The unknown share, the unknown-failure templates and the first undiagnosed jobs."""
     from rich.text import Text
 
-    con.print(Text(unknown_summary_line(s)))
+    _hang(con, Text(unknown_summary_line(s)), 0, 2)
     for line in unknown_lines(s):
-        con.print(Text(f"  {line}"))
+        _hang(con, Text(line), 2, 4)
     listed = s.listed_jobs()
     for r in listed[:10]:
-        con.print(Text(f"  {r['status']}: {r['label']} ({r['path']}): {one_line(r['note'])}"))
+        _hang(con, Text(f"{r['status']}: {r['label']} ({r['path']}): {one_line(r['note'])}"),
+              2, 4)
     if len(listed) > 10:
         con.print(Text(f"  ... and {len(listed) - 10} more"))
 
@@ -129,19 +131,27 @@ def _print_baseline(con: Console, s: Summary) -> None:
     if s.baseline is None:
         return
     vanished = s.vanished.height if s.vanished is not None else 0
-    con.print(Text(f"Against {s.baseline}: {len(s.new)} new fingerprint(s), {vanished} vanished"))
+    _hang(con, Text(f"Against {s.baseline}: {len(s.new)} new fingerprint(s), {vanished} vanished"),
+          0, 2)
     if s.vanished is not None:
         for r in s.vanished.iter_rows(named=True):
-            con.print(
-                Text(
-                    f"  vanished {r['fingerprint']} ({r['jobs']} job(s) before): "
-                    f"{r['category']}: {one_line(r['cause'], 120)}"
-                )
-            )
+            _hang(con, Text(f"vanished {r['fingerprint']} ({r['jobs']} job(s) before): "
+                            f"{r['category']}: {one_line(r['cause'], 120)}"), 2, 4)
 
 
-def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
-    """The summary for a terminal (plain text when ``color`` is False)."""
+def _hang(con: Console, text: Text, first: int, indent: int) -> None:
+    """``text`` from column ``first``, wrapped to the console's width with the lines after the
+    first from column ``indent`` (a hanging indent; ``first`` <= ``indent``)."""
+    from rich.text import Text
+
+    for i, line in enumerate(text.wrap(con, max(con.width - indent, 20))):
+        line.rstrip()
+        con.print(Text.assemble(" " * (first if i == 0 else indent), line))
+
+
+def render_terminal(s: Summary, color: bool = False, width: int = 100) -> str:
+    """The summary for a terminal (plain text when ``color`` is False), every line within
+    ``width`` columns, wrapped lines indented under their first."""
     import io
 
     from rich.console import Console
@@ -158,7 +168,7 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
         emoji=False,
         markup=False,
     )
-    con.print(Text("Triage: " + headline(s), style="bold"))
+    _hang(con, Text("Triage: " + headline(s), style="bold"), 0, 2)
     narrow = width < NARROW_BELOW
     if s.causes.height and narrow:
         _print_causes_narrow(con, s)
@@ -175,7 +185,7 @@ def render_terminal(s: Summary, color: bool = False, width: int = 120) -> str:
     _print_unknown(con, s)
     _print_baseline(con, s)
     for n in s.notes:
-        con.print(Text(f"note: {n}"))
+        _hang(con, Text(f"note: {n}"), 0, 6)
     out = buf.getvalue()
     if not color:  # piped text: rich pads table cells to the full width
         out = "\n".join(line.rstrip() for line in out.split("\n"))
