@@ -114,3 +114,16 @@ def test_a_job_s_files_reach_the_worker(tmp_path: Path) -> None:
             ("7", str(tmp_path / "a-7.out"), "a-7.out"),
             ("9", str(tmp_path / "a-9.out"), "a-9.err,a-9.out"),
         ], workers
+
+
+def test_a_job_s_output_file_given_alone_has_the_same_row_identity(tmp_path: Path) -> None:
+    from analyzer.triage.find import read_job_list, split_jobs
+
+    logs = two_jobs(tmp_path / "logs")
+    f = logs / "gpt-train-7.out"
+    from_folder = [(j.job_id, j.key) for j in split_jobs(find_jobs([logs])) if j.job_id == "7"]
+    assert from_folder == [("7", str(f))]
+    assert [(j.job_id, j.key) for j in find_jobs([f])] == from_folder
+    assert [(j.job_id, j.key) for j in read_job_list(f"{f}\n")] == from_folder
+    # a file whose name carries no job id keeps its name as the id
+    assert [j.job_id for j in find_jobs([INDEX.parent / "train.sbatch"])] == ["train.sbatch"]

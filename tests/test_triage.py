@@ -141,7 +141,7 @@ def test_find_rule(tmp_path: Path) -> None:
     assert [j.job_id for j in find_jobs([root / "a"])] == ["11"]
     assert [j.job_id for j in find_jobs([root / "group" / "d"])] == ["d"]
     f = root / "a" / "slurm-11.out"
-    assert find_jobs([f]) == [Job(str(f), "slurm-11.out")]
+    assert find_jobs([f]) == [Job(str(f), "11")]
     # overlapping roots: the outermost job wins, no duplicates
     assert len(find_jobs([root, root / "a", root / "a" / "sub"])) == 5
     # an explicit list is taken as given

@@ -17,7 +17,8 @@ The rule (documented in ``docs/triage.md``):
    swallow the jobs below it, and ``triage some-job-dir/`` still works. Sibling directories
    named like one job's ranks, nodes or workers (``rank0``, ``node001``, ``gpu-node-017``,
    ``worker_3``: :data:`PER_PROCESS_DIR`) are the parts of one job, their parent.
-4. A root that is a file is a job of its own.
+4. A root that is a file is a job of its own (its job id: the one its name carries, else the
+   file's name).
 
 Hidden directories (``.name``) and symlinked directories are not searched; the search stops
 ``max_depth`` levels below a root. ``expected.toml`` and other non-log names never count.
@@ -134,7 +135,7 @@ def find_jobs(roots: list[Path], max_depth: int = DEFAULT_MAX_DEPTH) -> list[Job
         except OSError as exc:
             raise FindError(f"{root}: {exc.strerror or exc}") from None
         if stat.S_ISREG(st.st_mode):
-            found.setdefault(root, root.name)
+            found.setdefault(root, job_id_of(root.name) or root.name)
             continue
         if not stat.S_ISDIR(st.st_mode):
             raise FindError(f"{root}: not a directory or regular file")
@@ -322,7 +323,7 @@ def read_job_list(text: str, base: Path | None = None) -> list[Job]:
         if base is not None and not p.is_absolute():
             p = base / p
         p = _abspath(p)
-        jid = None
+        jid = job_id_of(p.name)
         try:
             if p.is_dir():
                 jid = slurm_job_id(regular_names(p))
