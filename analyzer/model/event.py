@@ -1,9 +1,9 @@
 """One row of the event table as a typed, immutable record.
 
 The reader hands on ``RawEvent`` (what one line said); attribution adds where and when
-(``Attribution``); ``events.build_events`` joins the two into an :class:`Event`, which every
+(``Attribution``); ``shape.table.build_events`` joins the two into an :class:`Event`, which every
 later stage reads: the facts, the reasoning, the fixes, the reports and triage. The polars
-table (``events.to_frame``) is built from these records at the edge.
+table (``shape.table.to_frame``) is built from these records at the edge.
 
 Structural attributes are typed fields. What the pattern captured stays apart in
 ``captures`` (strings, as matched; the catalog declares their types for the table), so a

@@ -1,6 +1,6 @@
 """The event builder: matched lines become raw events; Python tracebacks become one event.
 
-The third of the reader's three parts (see ``scan.py``). It walks a block's candidate lines
+The third of the reader's three parts (see ``file.py``). It walks a block's candidate lines
 in order and keeps the state that crosses block boundaries: the tracebacks still open. A
 traceback (``Traceback (most recent call last):``) is followed line by line, per writer (the
 launcher prefixes of its first line: lines of other writers interleave freely and are read as
@@ -10,7 +10,7 @@ second start before any frame, as two processes sharing one label print), or
 ``TRACEBACK_MAX_LINES`` lines after it began. Its event is the best catalog match inside it,
 else the catalog's traceback pattern (tag ``uncatalogued``, ``python.traceback``) with the
 exception type and message and the innermost frame. Repeated events are bounded per writer and
-pattern (``bound.py``).
+pattern (``fold.py``).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ The reader has three parts, as ripgrep separates searcher, matcher and sink:
 - ``match.py``, the matcher: a byte-level prefilter finds the lines holding a catalog needle;
   only those are decoded, stripped of prefixes and asked of the patterns whose needles they
   hold (with bounded caches for lines that repeat verbatim);
-- ``build.py``, the event builder: raw events from matched lines, Python tracebacks assembled
+- ``builder.py``, the event builder: raw events from matched lines, Python tracebacks assembled
   into one event by a state machine that carries across blocks, and repeated events bounded
-  per writer and pattern (``bound.py``), so memory does not grow with the number of hits.
+  per writer and pattern (``fold.py``), so memory does not grow with the number of hits.
 
 :class:`FileScanner` wires them together for one catalog and reuses them for every file.
 """
@@ -24,13 +24,12 @@ import zlib
 from collections.abc import Iterable
 
 from analyzer.catalog.model import Catalog, Pattern
-from analyzer.lines.timestamps import Stamp
 from analyzer.read.builder import EXC_LINE, TRACEBACK_MAX_LINES, TRACEBACK_START, EventBuilder
 from analyzer.read.discover import LogFile
 from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
 from analyzer.read.prefilter import Prefilter, StampSieve
 from analyzer.read.records import FileScan, RawEvent
-from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock, line_stamp
+from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock
 from analyzer.read.wrap import hard_wrap_width, unwrap_block
 
 BLOCK_BYTES = 8 << 20
@@ -150,8 +149,3 @@ class FileScanner:
                 out.events.append(ev)
         except (OSError, ValueError, EOFError, zlib.error, AttributeError) as exc:
             out.problem = f"{lf.rel}: not a readable torchelastic error.json ({exc})"
-
-    @staticmethod
-    def _line_stamp(raw: bytes) -> Stamp | None:
-        """The timestamp of one raw line (see ``search.line_stamp``)."""
-        return line_stamp(raw)

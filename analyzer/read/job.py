@@ -206,18 +206,15 @@ class _Shared:
 
     A value the events repeat (a capture such as an exit code or a host, a timestamp, a
     pattern's title) is a new object per event when a worker made it and is unpickled chunk
-    by chunk, and often per event in this process too. On a job of 16,000 files and 178,000
-    events, 460,000 capture values are 18,500 distinct ones, 88,000 stamps 3,700: mapping each
-    to one object saves about 60 MB of the parent's peak. Equal captures (the same names and
-    values in the same order) are one dict: 149,000 dicts were 49,000 distinct ones on the
-    many-files benchmark job (about 8 MB less at its peak). Only kept events are seen (the
-    reader bounds repeats), so the table grows with distinct values, never with hits.
+    by chunk; large jobs repeat a few thousand distinct values hundreds of thousands of times,
+    so each is mapped to one object, and equal capture dicts (the same names and values in
+    the same order) to one dict. Only kept events are seen (the reader bounds repeats), so the
+    table grows with distinct values, never with hits.
 
-    The table of captures is bounded (``SHARED_CAPTURES``; emptied when full): its keys cost
-    more than the dicts they share where most captures are distinct (NCCL's per-communicator
-    claims: 111,000 distinct of 237,000 on the 8,192-rank benchmark job, 18 MB of table held
-    at the end of the read, the process's peak). Captures that recur come back after a
-    clearing and are shared again."""
+    The table of captures is bounded (``SHARED_CAPTURES``; emptied when full): where most
+    captures are distinct (NCCL's per-communicator claims) its keys would cost more than the
+    dicts they share. Captures that recur come back after a clearing and are shared again.
+    ``docs/performance.md`` ("What holds memory") has the figures."""
 
     __slots__ = ("_captures", "_values")
 

@@ -1,6 +1,6 @@
 """The matcher: which lines of a block may hold a catalog pattern, and which pattern they hold.
 
-The second of the reader's three parts (see ``scan.py``). A byte-level prefilter (one
+The second of the reader's three parts (see ``file.py``). A byte-level prefilter (one
 multi-literal search over the block) finds the lines that contain a needle; only those are
 decoded, stripped of prefixes and asked of the patterns whose needles they contain (a needle
 subset catalog, built once per subset). Lines and answers that repeat verbatim across ranks are

@@ -1,5 +1,5 @@
 """What the reader hands on: one raw event per matched line (or assembled traceback), and
-what one file yielded. ``scan.py`` re-exports both; their fields are the reader's interface."""
+what one file yielded; their fields are the reader's interface."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ class RawEvent:
     """One matched line (or assembled traceback), before job-level attribution.
 
     Its instances take the allocator's size class of an :class:`analyzer.model.event.Event` (a
-    test checks it): ``events.build_events`` frees each raw event as its record is made, so
-    the record reuses the raw event's memory (about 25 MB less at the peak of a job with
-    178,000 events). Adding or removing a field here or there may break that; the test says.
+    test checks it): ``shape.table.build_events`` frees each raw event as its record is made, so
+    the record reuses the raw event's memory. Adding or removing a field here or there may
+    break that; the test says.
     """
 
     file: str
@@ -27,8 +27,8 @@ class RawEvent:
     text: str
     message_at: int | str
     """Where the message (the line less its prefixes: :attr:`message`) starts in ``text``; the
-    message itself where it is not the end of ``text`` (see :func:`message_ref`). A line's
-    message held apart from its text cost 18 MB of 237,000 events' peak."""
+    message itself where it is not the end of ``text`` (see :func:`message_ref`), so that a
+    message is not a second string beside its line."""
     pattern_id: str
     category: str
     role: str
@@ -55,7 +55,7 @@ class RawEvent:
     fix: str = ""
     repeats: int = 1
     """How many matched lines this event stands for: itself, plus the repeats of the same
-    pattern by the same writer that the reader folded into it (see ``bound.py``). The sum over
+    pattern by the same writer that the reader folded into it (see ``fold.py``). The sum over
     a file's events is the exact number of matched lines."""
 
     @property

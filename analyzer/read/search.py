@@ -1,6 +1,6 @@
 """The searcher: a log file as blocks of whole lines, with line numbers and the stream's clock.
 
-The first of the reader's three parts (searcher, matcher, event builder; see ``scan.py``). It
+The first of the reader's three parts (searcher, matcher, event builder; see ``file.py``). It
 knows bytes and lines, not patterns: gzip is decompressed as a stream, a line longer than
 ``MAX_LINE_BYTES`` is handed on in pieces, every block carries its first line number and file
 offset, and :class:`StreamClock` finds the timestamp a line inherits from the lines before it,

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def world_by_rank(events: pl.DataFrame, geo: Geometry | None) -> pl.DataFrame:
-    """``events.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
+    """``shape.table.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
     for every other rank an event names, and no row for events without a rank.
 
     A rank without events has ``events`` and every count 0, null first event, and its node and

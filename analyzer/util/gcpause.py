@@ -3,9 +3,8 @@
 The reader and the reasoning make hundreds of thousands of small objects that live until the
 end (events, their captures, records) and no reference cycles: everything they drop is freed
 by reference counting (``tests/test_gcpause.py`` checks it on every bundled job). The cyclic
-collector still walks all of them again and again as they pile up: on the many-files
-benchmark job (16,385 files, 175,000 events) that was 3.9 s of the parent's 13 s. While
-paused, it walks nothing; afterwards it runs as it did, so a cycle made meanwhile is still
+collector would still walk all of them again and again as they pile up, a cost that grows
+with the square of the job's events. While paused, it walks nothing; afterwards it runs as it did, so a cycle made meanwhile is still
 collected then.
 """
 
