@@ -4,8 +4,8 @@ The reader and the reasoning make hundreds of thousands of small objects that li
 end (events, their captures, records) and no reference cycles: everything they drop is freed
 by reference counting (``tests/test_gcpause.py`` checks it on every bundled job). The cyclic
 collector would still walk all of them again and again as they pile up, a cost that grows
-with the square of the job's events. While paused, it walks nothing; afterwards it runs as it did, so a cycle made meanwhile is still
-collected then.
+with the square of the job's events. While paused, it walks nothing; afterwards it runs as
+it did, so a cycle made meanwhile is still collected then.
 """
 
 from __future__ import annotations
