@@ -127,3 +127,19 @@ def test_a_job_s_output_file_given_alone_has_the_same_row_identity(tmp_path: Pat
     assert [(j.job_id, j.key) for j in read_job_list(f"{f}\n")] == from_folder
     # a file whose name carries no job id keeps its name as the id
     assert [j.job_id for j in find_jobs([INDEX.parent / "train.sbatch"])] == ["train.sbatch"]
+
+
+def test_a_folder_of_several_jobs_output_and_other_logs_is_one_row_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    logs = two_jobs(tmp_path / "logs")
+    shutil.copyfile(INDEX, logs / "train.log")
+    out = tmp_path / "t.json"
+    r = mcore("triage", str(logs), "-o", str(out), "-q", "-j", "0")
+    assert r.returncode == 0, r.stderr
+    assert [(row["job_id"], row["path"]) for row in rows_of(out).values()] == [("12", str(logs))]
+    (warning,) = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert f"{logs} holds the output of 2 SLURM jobs (7, 12) and other logs" in warning
+    # diagnose reads it the same way, and says so
+    d = mcore(str(logs), "-q")
+    assert len(d.stdout.splitlines()) == 1 and "2 SLURM jobs (7, 12) and other logs" in d.stderr

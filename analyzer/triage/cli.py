@@ -224,6 +224,29 @@ def _read_jobs_from(jobs_from: Path) -> list[Job]:
     return read_job_list(text, base)
 
 
+_MIXED_SHOWN = 5
+"""Directories of several jobs' output and other logs named one by one on stderr."""
+
+
+def _warn_mixed(mixed: dict[str, list[str]]) -> None:
+    """One line on stderr for each directory (the first few) that holds several SLURM jobs'
+    output and other logs: read as one job, as ``diagnose`` reads it."""
+    for d in sorted(mixed)[:_MIXED_SHOWN]:
+        ids = mixed[d]
+        typer.echo(
+            f"mcore-diagnose triage: warning: {d} holds the output of {len(ids)} SLURM jobs "
+            f"({', '.join(ids[:5])}{', …' if len(ids) > 5 else ''}) and other logs, read as one "
+            f"job ({ids[-1]}); `mcore-diagnose {d} --job ID` reads one job's output alone",
+            err=True,
+        )
+    if len(mixed) > _MIXED_SHOWN:
+        typer.echo(
+            f"mcore-diagnose triage: warning: {len(mixed) - _MIXED_SHOWN} more directories "
+            "hold several SLURM jobs' output and other logs, each read as one job",
+            err=True,
+        )
+
+
 def _gather_jobs(roots: list[Path], jobs_from: Path | None, max_depth: int) -> list[Job]:
     """The jobs listed in ``jobs_from`` and found under ``roots``, each directory of several
     jobs' output files split by job id as ``diagnose`` splits it, one per key (the row's
@@ -240,8 +263,10 @@ def _gather_jobs(roots: list[Path], jobs_from: Path | None, max_depth: int) -> l
             jobs += find_jobs(roots, max_depth=max_depth)
     except FindError as exc:
         _usage(str(exc))
-    by_key = {j.key: j for j in split_jobs(jobs)}
+    mixed: dict[str, list[str]] = {}
+    by_key = {j.key: j for j in split_jobs(jobs, mixed)}
     jobs = [by_key[k] for k in sorted(by_key)]
+    _warn_mixed(mixed)
     if not jobs:
         typer.echo(
             "mcore-diagnose triage: warning: no job directories found (a job directory holds "
@@ -384,7 +409,8 @@ def run_cmd(
     """Find job directories under ROOTs, diagnose them in parallel, summarise (the default).
 
     A job directory directly holds a SLURM output (slurm-<id>.out, <name>-<id>.out/.err) or
-    a torchrun --log-dir tree; see docs/triage.md for the whole rule.
+    a torchrun --log-dir tree; a folder of several SLURM jobs' output files is one job per job
+    id, as diagnose reads it; see docs/triage.md for the whole rule.
     """
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION
     from analyzer.triage.options import refuse_outputs
@@ -409,7 +435,9 @@ def run_cmd(
     if not quiet:
         where = f" (shard {meta['shard']} of {meta['jobs_all']})" if shard_spec else ""
         typer.echo(
-            f"triage: {len(jobs)} jobs{where}, {n_workers or 1} worker(s)", err=True
+            f"triage: {len(jobs)} job{'' if len(jobs) == 1 else 's'}{where}, "
+            f"{n_workers or 1} worker(s)",
+            err=True,
         )
     rows = _diagnose(jobs, n_workers, timeout, mem, good_runs, quiet)
     if sacct:

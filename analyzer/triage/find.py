@@ -290,9 +290,11 @@ def split_by_id(d: Path) -> tuple[dict[str, list[str]], bool]:
     return dict(sorted(by_id.items(), key=lambda kv: id_key(kv[0]))), not other
 
 
-def split_jobs(jobs: list[Job]) -> list[Job]:
+def split_jobs(jobs: list[Job], mixed: dict[str, list[str]] | None = None) -> list[Job]:
     """``jobs`` with each job directory that is nothing but several jobs' output files split
-    into one job per job id (``files``: that id's files, ids in order); the others as given."""
+    into one job per job id (``files``: that id's files, ids in order); the others as given.
+    ``mixed`` receives each directory that holds several jobs' output and other logs too
+    (read as one job) with the ids of that output."""
     out: list[Job] = []
     for job in jobs:
         if job.files or not os.path.isdir(job.path):
@@ -300,6 +302,8 @@ def split_jobs(jobs: list[Job]) -> list[Job]:
             continue
         by_id, alone = split_by_id(Path(job.path))
         if len(by_id) < 2 or not alone:
+            if len(by_id) > 1 and mixed is not None:
+                mixed[job.path] = list(by_id)
             out.append(job)
             continue
         out.extend(Job(job.path, i, tuple(names)) for i, names in by_id.items())
