@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from analyzer.decide import rank_decision, rules, wording
+from analyzer.decide import rules
 from analyzer.decide.certainty import certainty
 from analyzer.decide.hangs import HangFinding
 from analyzer.decide.job import JobView
-from analyzer.decide.rank_decision import RANK_RULES, RankDecision, decide_rank
+from analyzer.decide.rank_decision import OUTCOMES, RANK_RULES, decide_rank
+from analyzer.decide.rank_model import RankDecision
 from analyzer.decide.reason import decide
 from analyzer.decide.rules import VERDICT_RULES, Proposal, propose
 from analyzer.model.event import Event
@@ -78,9 +80,10 @@ def test_registries_are_worded_and_documented() -> None:
         "symptoms", "unknown", "dead-worker", "stalled-start", "none",
     ]
     for r in VERDICT_RULES:
-        assert r.id in wording.RULES and r.doc, r.id
+        assert r.summary and r.doc and r.propose is not None, r.id
     for rr in RANK_RULES:
-        assert rr.id in wording.RANK_NOTES and rr.doc, rr.id
+        assert rr.doc and rr.outcomes, rr.id
+        assert all(o.note for o in rr.outcomes), rr.id
         assert rr.verdicts <= {r.id for r in VERDICT_RULES}, rr.id
 
 
@@ -585,24 +588,62 @@ def test_decide_builds_the_verdict_once_from_both_decisions() -> None:
     assert [e.line for e in v.evidence] == [1, 2]
 
 
-def test_every_rank_rule_is_reachable() -> None:
-    """Each rank rule in the registry is exercised above (a rule added without a test fails)."""
-    tested = {
-        "slurm-end", "culprit", "same-way-first", "same-way-together", "same-way-unranked",
-        "peer-died-first",
-        "from-line", "traceback-below", "named-above", "victim", "only-death", "srun-exit",
-        "uniform", "another-died", "own-traceback", "paste-cut", "not-joined", "still-working",
-        "only-rank",
-    }
-    assert {r.id for r in rank_decision.RANK_RULES} == tested
-    assert {r.id for r in rules.VERDICT_RULES} <= set(wording.RULES)
+def test_an_inferred_verdict_names_its_rank_by_the_inferred_outcome() -> None:
+    """A verdict inferred from a line no pattern knows (a real job's) records ``inferred`` as
+    its rule and rank rule, with that outcome's note and certainty."""
+    from analyzer.api import analyze
+    from tests.helpers import REAL, builtin_catalog
+
+    job = REAL / "unknown-loader-fatal"
+    v = analyze(job, catalog=builtin_catalog(), workers=1).diagnosis.verdict
+    assert (v.rule, v.rank_rule, v.rank, v.rank_certainty) == ("inferred", "inferred", 1, "likely")
+    assert v.rank_note == "inferred: the first unknown error line, on 1 of 4 ranks"
+
+
+def test_every_rank_outcome_is_tested() -> None:
+    """Each outcome a rank rule may record (from the registry, no list kept by hand) is asserted
+    by a test of its own: a rule added without a test fails here."""
+    here = Path(__file__).read_text(encoding="utf-8")
+    untested = [o for o in OUTCOMES if f'"{o}"' not in here]
+    assert not untested, untested
+    assert {r.id for r in rules.VERDICT_RULES} <= set(rules.BY_ID)
+
+
+def test_every_rule_records_only_the_outcomes_it_declares() -> None:
+    """A rank rule's function names only its own outcomes (``RankId.X`` in its source), so a
+    rule that records another rule's id (or one no rule declares) fails here, not at run time."""
+    import ast
+    import inspect
+    import textwrap
+
+    for rr in RANK_RULES:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(rr.apply)))
+        recorded = {
+            a.attr
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and _records(call.func)
+            for arg in [*call.args, *(k.value for k in call.keywords)]
+            for a in ast.walk(arg)
+            if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+            and a.value.id == "RankId"
+        }
+        declared = {o.id.name for o in rr.outcomes}
+        assert recorded and recorded <= declared, (rr.id, recorded - declared)
+
+
+def _records(func: object) -> bool:
+    """A call that records a rank outcome: ``d.why``, ``d.unnamed``, ``d.taken_from`` or a
+    new ``RankDecision``."""
+    import ast
+
+    if isinstance(func, ast.Attribute):
+        return func.attr in ("why", "unnamed", "taken_from")
+    return isinstance(func, ast.Name) and func.id == "RankDecision"
 
 
 def test_docs_list_the_registries_as_the_code_has_them() -> None:
     """docs/decisions.md's generated section equals the registries (regenerate it with
     ``python -m analyzer.decide.docs docs/decisions.md``)."""
-    from pathlib import Path
-
     from analyzer.decide.docs import registry_markdown
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "decisions.md").read_text("utf-8")

@@ -342,15 +342,17 @@ def test_decision_ids_are_documented_and_in_the_schema() -> None:
     Schema (scripts rely on the ids)."""
     import json
 
-    from analyzer.decide import wording as explain
+    from analyzer.decide.docs import schema_enums
+    from analyzer.decide.ids import RankId, VerdictId
 
     doc = Path("docs/decisions.md").read_text(encoding="utf-8")
     schema = json.loads(Path("docs/schema/diagnose.schema.json").read_text(encoding="utf-8"))
     props = schema["$defs"]["verdict"]["properties"]
-    assert props["rule"]["enum"] == [*explain.RULES, None]
-    assert props["rank_rule"]["enum"] == [*explain.RANK_NOTES, None]
-    for rid in [*explain.RULES, *explain.RANK_NOTES]:
-        assert f"| `{rid}` |" in doc, rid
+    enums = schema_enums()  # python -m analyzer.decide.docs docs/schema/diagnose.schema.json
+    assert props["rule"]["enum"] == enums["rule"] == [*VerdictId, None]
+    assert props["rank_rule"]["enum"] == enums["rank_rule"] == [*RankId, None]
+    for rid in [*VerdictId, *RankId]:
+        assert f"`{rid}`" in doc, rid
 
 
 def test_the_reasoning_writes_no_sentences() -> None:
@@ -367,28 +369,27 @@ def test_the_reasoning_writes_no_sentences() -> None:
 
 
 def test_hang_reasons_are_worded_from_the_rule_and_its_facts() -> None:
-    """A hang finding records its rule and facts; explain.hang_reason words every rule, and
+    """A hang finding records its rule and facts; hang_reason words every rule, and
     a Flight Recorder finding says whether the logs alone agreed."""
-    from analyzer.decide import wording as explain
-    from analyzer.decide.hangs import HangFinding
+    from analyzer.decide.hangs import STRATEGIES, HangFinding, hang_reason
 
     missing = HangFinding(3, "missing", 0.65, [], {"rank": 3, "world": 8})
     assert missing.reason == (
         "rank 3 is the only rank of 8 that reported no collective timeout: the others were "
         "waiting for it"
     )
-    none = explain.hang_reason("none", {"missing": [1, 2], "world_known": True})
+    none = hang_reason("none", {"missing": [1, 2], "world_known": True})
     assert none == (
         "the timeout reports do not single out one rank (2 ranks are missing from them: 1, 2)"
     )
     dumps = {"rank": 5, "shown": "rank 5 never joined", "logs_rule": "missing"}
-    agree = explain.hang_reason("dumps", {**dumps, "logs_rank": 5, "logs_detail": {}})
+    agree = hang_reason("dumps", {**dumps, "logs_rank": 5, "logs_detail": {}})
     assert agree.endswith("(the logs agree)")
-    other = explain.hang_reason(
+    other = hang_reason(
         "dumps", {**dumps, "logs_rank": 3, "logs_detail": {"rank": 3, "world": 8}}
     )
     assert "(the logs alone pointed at rank 3: rank 3 is the only rank of 8" in other
-    assert set(explain.HANG_REASONS) == {
+    assert {s.id for s in STRATEGIES if isinstance(s.words, str)} == {
         "desync",
         "op-mismatch",
         "call-mismatch",

@@ -1,28 +1,16 @@
-"""How sure a named rank is, by the rank rule that settled it."""
+"""How sure a named rank is, by the rank rule's outcome that settled it (declared with the
+rule: ``Outcome.certainty``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-CERTAINTY: dict[str | None, str] = {
-    None: "certain",
-    "same-way-first": "certain",
-    "only-death": "certain",
-    "only-rank": "certain",
-    "from-line": "likely",
-    "traceback-below": "likely",
-    "named-above": "likely",
-    "culprit": "likely",
-    "own-traceback": "likely",
-    "inferred": "likely",
-}
-"""How sure a named rank is, by the rule that named it (a rank its own line carries is
-``certain``; one taken from another line or the hang analysis ``likely``)."""
+from analyzer.decide.ids import Certainty
+from analyzer.decide.rank_decision import OUTCOMES
 
-
-CONFIRMED_BY_DUMPS = "dumps"
-"""The hang rule (``HangFinding.rule``) of a culprit the Flight Recorder dumps show."""
+OWN_LINE = Certainty.CERTAIN
+"""A rank the verdict's own line carries (no rank rule changed it)."""
 
 
 def certainty(
@@ -32,9 +20,10 @@ def certainty(
     one node) or ``unknown`` (no rank named). A hang's culprit is ``likely`` from the logs
     alone and ``certain`` when the Flight Recorder dumps show it (``facts["hang_rule"]``)."""
     if rank is None:
-        return "unknown"
+        return Certainty.UNKNOWN.value
     if assumed:
-        return "assumed"
-    if rule == "culprit" and (facts or {}).get("hang_rule") == CONFIRMED_BY_DUMPS:
-        return "certain"
-    return CERTAINTY.get(rule, "likely")
+        return Certainty.ASSUMED.value
+    if rule is None:
+        return OWN_LINE.value
+    outcome = OUTCOMES.get(rule)
+    return (outcome.sureness(facts or {}) if outcome else Certainty.LIKELY).value

@@ -5,8 +5,10 @@ naming a rank; a rank whose op type differs at the same sequence number (collect
 mismatch); the one rank with the lowest "last enqueued" work; the one rank of the job missing
 from every collective report. Without such evidence the culprit stays unnamed.
 
-A finding records the rule that named the culprit (``HangFinding.rule``) and its facts
-(``detail``); ``analyzer.decide.wording.hang_reason`` words them.
+Each strategy is one ``Strategy`` object that declares all of itself: its id (a ``HangId``),
+its confidence, its words (a template filled with the finding's facts, or a builder from
+``analyzer.decide.wording``) and its function. A finding records the strategy that made it
+(``HangFinding.rule``) and its facts (``detail``); ``hang_reason`` words them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from analyzer.decide.wording import hang_reason
+from analyzer.decide import wording
+from analyzer.decide.ids import HangId
 from analyzer.model.event import Event
 
 if TYPE_CHECKING:
@@ -34,16 +37,15 @@ class HangFinding:
     """The culprit (or None), the rule that found it and that rule's facts."""
 
     rank: int | None
-    rule: str
-    """One of ``explain.HANG_REASONS``: desync, op-mismatch, call-mismatch, lowest-enqueued,
-    missing, dumps (the Flight Recorder), none."""
+    rule: HangId
+    """The strategy that made it (``STRATEGIES``), or ``dumps`` (the Flight Recorder)."""
     confidence: float
     rows: list[Event]
     detail: dict[str, Any]
 
     @property
     def reason(self) -> str:
-        """The finding in words (``explain.hang_reason``)."""
+        """The finding in words (``hang_reason``)."""
         return hang_reason(self.rule, self.detail)
 
 
@@ -80,7 +82,7 @@ def from_dumps(dump: CulpritEvent, logs: HangFinding) -> HangFinding:
     conf = round(fr.confidence, 2)
     if logs.rank == rank:
         conf = min(0.95, conf + 0.05)
-    return HangFinding(rank, "dumps", conf, [dump, *logs.rows], detail)
+    return HangFinding(rank, HangId.DUMPS, conf, [dump, *logs.rows], detail)
 
 
 def _first_of(timeouts: list[Event], rank: int) -> list[Event]:
@@ -95,7 +97,7 @@ def desync(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
-                return _found("desync", ranks[0], [r], {"rank": ranks[0]})
+                return _found(HangId.DESYNC, ranks[0], [r], {"rank": ranks[0]})
     return None
 
 
@@ -116,7 +118,7 @@ def op_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | None
             if len(odd) == 1:
                 rk = odd[0]
                 detail = {"rank": rk, "seq": seq, "op": ops[rk], "others_op": majority}
-                return _found("op-mismatch", rk, _first_of(timeouts, rk), detail)
+                return _found(HangId.OP_MISMATCH, rk, _first_of(timeouts, rk), detail)
     return None
 
 
@@ -138,7 +140,7 @@ def call_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | No
         return None
     rk = odd[0]
     detail = {"rank": rk, "op": calls[rk], "others": n_major, "others_op": majority}
-    return _found("call-mismatch", rk, _first_of(timeouts, rk), detail)
+    return _found(HangId.CALL_MISMATCH, rk, _first_of(timeouts, rk), detail)
 
 
 def _lowest(timeouts: list[Event], field: str) -> tuple[int, int, int] | None:
@@ -166,7 +168,7 @@ def lowest_enqueued(timeouts: list[Event], universe: set[int]) -> HangFinding | 
         return None
     rk, low, high = got
     detail = {"rank": rk, "last_enqueued": low, "others_reached": high}
-    return _found("lowest-enqueued", rk, _first_of(timeouts, rk), detail)
+    return _found(HangId.LOWEST_ENQUEUED, rk, _first_of(timeouts, rk), detail)
 
 
 def lowest_completed(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
@@ -177,7 +179,7 @@ def lowest_completed(timeouts: list[Event], universe: set[int]) -> HangFinding |
         return None
     rk, low, high = got
     detail = {"rank": rk, "last_completed": low, "others_reached": high}
-    return _found("lowest-completed", rk, _first_of(timeouts, rk), detail)
+    return _found(HangId.LOWEST_COMPLETED, rk, _first_of(timeouts, rk), detail)
 
 
 def missing(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
@@ -188,7 +190,7 @@ def missing(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
     if not universe or len(absent) != 1 or len(reporting) < 2:
         return None
     rk = absent[0]
-    return _found("missing", rk, [], {"rank": rk, "world": len(universe)})
+    return _found(HangId.MISSING, rk, [], {"rank": rk, "world": len(universe)})
 
 
 def none(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
@@ -204,55 +206,101 @@ def none(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
     }
     if len(srcs) == 1:
         (detail["first_watchdog"],) = srcs
-    return _found("none", None, [], detail)
+    return _found(HangId.NONE, None, [], detail)
 
 
-CONFIDENCE: dict[str, float] = {
-    "desync": 0.8,
-    "op-mismatch": 0.75,
-    "call-mismatch": 0.7,
-    "lowest-enqueued": 0.7,
-    "lowest-completed": 0.6,
-    "missing": 0.65,
-    "none": 0.5,
-}
-"""Confidence of a hang verdict by the strategy that decided it (the Flight Recorder's own
-comes with its finding)."""
+def _found(
+    rule: HangId, rank: int | None, rows: list[Event], detail: dict[str, Any]
+) -> HangFinding:
+    return HangFinding(rank, rule, BY_ID[rule].confidence or 0.0, rows, detail)
 
 
-def _found(rule: str, rank: int | None, rows: list[Event], detail: dict[str, Any]) -> HangFinding:
-    return HangFinding(rank, rule, CONFIDENCE[rule], rows, detail)
+Finder = Callable[[list[Event], set[int]], HangFinding | None]
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """One way to find a hang's culprit from the timeout lines alone."""
+    """One way to find a hang's culprit, all of it: id, confidence, words and function."""
 
-    id: str
-    find: Callable[[list[Event], set[int]], HangFinding | None]
+    id: HangId
+    find: Finder | None
+    """The strategy; None for the Flight Recorder's finding, made from the dumps."""
+    confidence: float | None
+    """The finding's confidence; None: the Flight Recorder's own comes with its finding."""
+    words: str | Callable[[dict[str, Any]], str]
+    """Why it named the culprit (or none): a template of the finding's facts, or a builder."""
 
     @property
     def doc(self) -> str:
         """When the strategy applies, and why."""
-        return " ".join((self.find.__doc__ or "").split())
+        return " ".join((self.find.__doc__ or "").split()) if self.find else ""
+
+    def reason(self, detail: dict[str, Any]) -> str:
+        """The finding's facts in words."""
+        return self.words.format(**detail) if isinstance(self.words, str) else self.words(detail)
+
+
+def _dumps_words(detail: dict[str, Any]) -> str:
+    logs_rank = detail.get("logs_rank")
+    logs_why = (
+        hang_reason(detail["logs_rule"], detail["logs_detail"])
+        if logs_rank is not None and logs_rank != detail["rank"]
+        else None
+    )
+    return wording.dumps_reason(detail["shown"], detail["rank"], logs_rank, logs_why)
 
 
 STRATEGIES: tuple[Strategy, ...] = (
-    Strategy("desync", desync),
-    Strategy("op-mismatch", op_mismatch),
-    Strategy("call-mismatch", call_mismatch),
-    Strategy("lowest-enqueued", lowest_enqueued),
-    Strategy("lowest-completed", lowest_completed),
-    Strategy("missing", missing),
-    Strategy("none", none),
+    Strategy(
+        HangId.DESYNC, desync, 0.8,
+        "PyTorch's own report (a desync report, monitored_barrier) names rank {rank} as the one "
+        "the others waited for",
+    ),
+    Strategy(
+        HangId.OP_MISMATCH, op_mismatch, 0.75,
+        "collective mismatch at SeqNum {seq}: rank {rank} ran {op} while the others ran "
+        "{others_op}",
+    ),
+    Strategy(
+        HangId.CALL_MISMATCH, call_mismatch, 0.7,
+        "rank {rank} timed out in {op} while the other {others} timed out in {others_op} (their "
+        "tracebacks): a collective mismatch",
+    ),
+    Strategy(
+        HangId.LOWEST_ENQUEUED, lowest_enqueued, 0.7,
+        "rank {rank} last enqueued work {last_enqueued} while the others reached "
+        "{others_reached}: it never issued the collective the others wait in",
+    ),
+    Strategy(
+        HangId.LOWEST_COMPLETED, lowest_completed, 0.6,
+        "rank {rank} last completed work {last_completed} while the others completed "
+        "{others_reached}: it is stuck in a collective the others finished",
+    ),
+    Strategy(
+        HangId.MISSING, missing, 0.65,
+        "rank {rank} is the only rank of {world} that reported no collective timeout: the "
+        "others were waiting for it",
+    ),
+    Strategy(HangId.NONE, none, 0.5, wording.no_culprit_reason),
 )
 """The strategies, strongest evidence first; the first that finds something decides."""
+
+FROM_DUMPS = Strategy(HangId.DUMPS, None, None, _dumps_words)
+"""The Flight Recorder's culprit (``from_dumps``), with what the logs alone said beside it."""
+
+BY_ID: dict[str, Strategy] = {s.id: s for s in (*STRATEGIES, FROM_DUMPS)}
+"""Every strategy by its id."""
+
+
+def hang_reason(rule: str, detail: dict[str, Any]) -> str:
+    """Why the hang analysis named its culprit (or none), from its rule and facts."""
+    return BY_ID[rule].reason(detail)
 
 
 def _from_logs(timeouts: list[Event], universe: set[int]) -> HangFinding:
     """The culprit from the timeout lines alone: the first strategy that applies."""
     for s in STRATEGIES:
-        found = s.find(timeouts, universe)
+        found = s.find(timeouts, universe) if s.find else None
         if found is not None:
             return found
     raise AssertionError("the none strategy always applies")

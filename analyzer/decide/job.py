@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES
 from analyzer.decide.promote import promote
-from analyzer.model.event import Event
+from analyzer.model.event import Event, Role
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
 
@@ -34,19 +34,19 @@ class JobView:
     def of(cls, rows: Sequence[Event], facts: JobFacts, geo: Geometry) -> JobView:
         """The view of ``rows`` (never changed) for one decision."""
         promoted = tuple(promote(rows))
-        active = tuple(r for r in promoted if r.role != "context")
+        active = tuple(r for r in promoted if r.role != Role.CONTEXT)
         return cls(
             rows=promoted,
             facts=facts,
             geo=geo,
             active=active,
             roots=tuple(
-                r for r in active if r.role == "root" and r.category not in SLURM_END_CATEGORIES
+                r for r in active if r.role == Role.ROOT and r.category not in SLURM_END_CATEGORIES
             ),
             ends=tuple(
-                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == "root"
+                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == Role.ROOT
             ),
-            symptoms=tuple(r for r in active if r.role == "symptom"),
+            symptoms=tuple(r for r in active if r.role == Role.SYMPTOM),
             universe=frozenset(geo.ranks(promoted)),
         )
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
-from analyzer.model.event import Event
+from analyzer.decide.predicates import carried_on
+from analyzer.model.event import Event, Role
 
 
 def over_joined(rows: Sequence[Event]) -> list[Event]:
@@ -31,7 +32,7 @@ def _over_joined(r: Event) -> Event | None:
         return None
     return replace(
         r,
-        role="root",
+        role=Role.ROOT,
         category=Category.RENDEZVOUS,
         title=wording.OVER_JOINED_TITLE,
         cause=wording.over_joined_cause(joined, world),
@@ -54,7 +55,7 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
         if earlier is not r:
             promoted[i] = replace(
                 r,
-                role="root",
+                role=Role.ROOT,
                 category=Category.RENDEZVOUS,
                 title=wording.CLAIMED_TWICE_TITLE,
                 cause=wording.claimed_twice_cause(rank, r.file, earlier.line, r.line),
@@ -62,10 +63,6 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
                 fix_exact=True,
             )
     return [promoted.get(i, r) for i, r in enumerate(rows)]
-
-
-_CARRIED_ON = frozenset(["progress", "checkpoint-save-end"])
-"""Tags of the lines that show a rank still training: an iteration line, a finished save."""
 
 
 def survived(rows: Sequence[Event]) -> list[Event]:
@@ -76,7 +73,7 @@ def survived(rows: Sequence[Event]) -> list[Event]:
     survives, and a line's level decides nothing: what followed it does."""
     last: dict[tuple[str, int | None], list[Event]] = {}
     for r in rows:
-        if not _CARRIED_ON.isdisjoint(r.tags):
+        if carried_on(r):
             last.setdefault((r.file, r.attempt), []).append(r)
     if not last:
         return list(rows)
@@ -84,7 +81,7 @@ def survived(rows: Sequence[Event]) -> list[Event]:
 
 
 def _survived(r: Event, later: Sequence[Event]) -> Event | None:
-    if r.role != "root" or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
+    if r.role != Role.ROOT or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
         return None
     went_on = next(
         (
@@ -100,7 +97,7 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
         return None
     return replace(
         r,
-        role="context",
+        role=Role.CONTEXT,
         tags=r.tags | {"survived"},
         cause=wording.survived_note(r.title or r.category, r.file, r.line, went_on.line),
     )

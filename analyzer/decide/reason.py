@@ -16,7 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
+from analyzer.decide.ids import VerdictId
 from analyzer.decide.job import JobView
+from analyzer.decide.notes import finish
 from analyzer.decide.promote import survived_notes
 from analyzer.decide.rank_decision import decide_rank
 from analyzer.decide.render import build_verdict
@@ -153,8 +155,8 @@ def diagnose_rows(
     if status == "failed" and candidates:
         inferred, _ranked = infer(v, rows, candidates, geo.world, baseline)
         if inferred is not v:
-            alts, v, shared = [v, *alts], replace(inferred, rule="inferred"), None
-    v = wording.finish(replace(v, rank_assumed=_assumed(v, rows)))
+            alts, v, shared = [v, *alts], replace(inferred, rule=VerdictId.INFERRED), None
+    v = finish(replace(v, rank_assumed=_assumed(v, rows)))
     if shared is not None:
         per_attempt[shared] = v
     symptoms, lines = summarise(rows, v)
@@ -163,11 +165,11 @@ def diagnose_rows(
     return Diagnosis(
         status=status,
         verdict=v,
-        alternatives=[x if x is v else wording.finish(x) for x in alts],
+        alternatives=[x if x is v else finish(x) for x in alts],
         symptoms=symptoms,
         symptom_lines=lines,
         facts=facts,
-        attempts=[x if x is v else wording.finish(x) for x in per_attempt],
+        attempts=[x if x is v else finish(x) for x in per_attempt],
         phase=phase(v, facts),
         ranks=rank_table(rows, geo.ranks(rows)),
         problems=[*read.problems, *survived_notes(rows)],

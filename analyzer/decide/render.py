@@ -16,10 +16,12 @@ from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.fixes import tailor_fix
 from analyzer.decide.fixsteps import without
+from analyzer.decide.ids import RankId
 from analyzer.decide.job import JobView
-from analyzer.decide.rank_decision import RankDecision
+from analyzer.decide.rank_decision import rank_note
+from analyzer.decide.rank_model import RankDecision
 from analyzer.decide.rank_rules import reporting_ranks
-from analyzer.decide.rules import Proposal
+from analyzer.decide.rules import BY_ID, Proposal
 from analyzer.decide.verdict import Evidence, Verdict
 from analyzer.model.event import Event
 from analyzer.shape.facts import JobFacts
@@ -81,8 +83,8 @@ def _hang_texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str]:
     assert first is not None and finding is not None
     ranks = len(reporting_ranks(p.timeouts))
     what = wording.collective(first.cap("op"), first.cap("seq"))
-    if d.rule == "still-working":
-        reason = wording.rank_note(d.rule, d.facts)
+    if d.rule == RankId.STILL_WORKING:
+        reason = rank_note(d.rule, d.facts)
         cause = wording.hang_cause(ranks, what, d.rank, reason)
     else:
         cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
@@ -101,25 +103,11 @@ def _texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str, str]:
     e = p.event
     assert e is not None
     title = e.title or ""
+    words = BY_ID[p.rule].texts
     if p.hang is not None:
         cause, fix = _hang_texts(p, job, d)
-    elif p.rule == "unknown":
-        title = wording.UNKNOWN_TITLE
-        cause, fix = wording.unknown_cause(e.title or e.pattern_id), wording.UNKNOWN_FIX
-    elif p.rule == "cut-traceback":
-        under = title.partition(" raised ")[2] or None  # what its frames say, if anything
-        cause = wording.cut_traceback_cause(e.rank, e.cap("frame"), under)
-        fix = wording.CUT_TRACEBACK_FIX
-    elif p.rule == "dead-worker":
-        title = wording.dead_worker_title(e.role_of("exit_code"))
-        cause = wording.dead_worker_cause(e.role_of("exit_code"), e.rank, len(p.same))
-        fix = wording.DEAD_WORKER_FIX
-    elif p.rule == "stalled-start":
-        claimed = {r.rank for r in job.rows if r.tagged("rank-claim") and r.rank is not None}
-        world = e.role_of("world_size") or (str(job.geo.world) if job.geo.world else "?")
-        title, fix = wording.STALLED_START_TITLE, wording.STALLED_START_FIX
-        cause = wording.stalled_start_cause(len(claimed), int(world) if world.isdecimal() else 0,
-                                            e.file, e.line)
+    elif words is not None:
+        title, cause, fix = words(p, job)
     else:
         cause, fix = _pattern_texts(e, job)
     if p.end is not None:

@@ -26,12 +26,13 @@ from typing import Any
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES
 from analyzer.decide import wording
 from analyzer.decide.fingerprint import normalize
+from analyzer.decide.ids import RankId
 from analyzer.decide.verdict import Evidence, Verdict
-from analyzer.model.event import Event
+from analyzer.model.event import Event, Role
 
 TEMPLATE_VERSION = 1
 """Bump when what a template masks changes: fingerprints of another version never compare."""
-ROLE = "candidate"
+ROLE = Role.CANDIDATE
 SKEW = timedelta(seconds=2)
 DEATH_WINDOW = timedelta(minutes=5)
 """A candidate this long (or less) before its rank's death is "near" it."""
@@ -127,7 +128,7 @@ def _as_traceback(r: Event) -> Event:
         r,
         pattern_id=p.id,
         category=p.category,
-        role="root" if em else "symptom",
+        role=Role.ROOT if em else Role.SYMPTOM,
         cause=p.cause,
         fix=p.fix,
         captures=captures,
@@ -196,7 +197,7 @@ def rank_templates(
     at least one), not later than the cascade's first event (2 s of skew). Order: near its
     rank's death first, then fewer ranks, then earlier.
     """
-    active = [r for r in rows if r.role in ("root", "symptom")]
+    active = [r for r in rows if r.role in (Role.ROOT, Role.SYMPTOM)]
     t0 = min((r.time for r in active if r.time is not None), default=None)
     few = _few_ranks(rows, world)
     deaths = [r for r in active if r.tagged(DEATH_TAG)]
@@ -236,7 +237,7 @@ def _died_near(ranks: set[int], ft: datetime | None, deaths: list[Event]) -> boo
 
 def is_cascade(v: Verdict, rows: list[Event]) -> bool:
     """Whether ``v`` only describes the cascade (no catalog root line explains the failure)."""
-    if any(r.role == "root" and r.category not in SLURM_END_CATEGORIES for r in rows):
+    if any(r.role == Role.ROOT and r.category not in SLURM_END_CATEGORIES for r in rows):
         return False  # a catalogued cause (a SLURM end after a hang is not one)
     if v.category in _CASCADES:
         return True
@@ -305,7 +306,7 @@ def _inferred(
         title=wording.INFERRED_TITLE,
         evidence=ev,
         attempt=r.attempt,
-        rank_rule="inferred",
+        rank_rule=RankId.INFERRED,
         rank_facts=said,
     )
     out.unknown = g.as_dict(n, baseline)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from analyzer.decide.certainty import certainty
+from analyzer.decide.ids import Certainty
 from analyzer.util.timefmt import iso
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Verdict:
     unknown: dict[str, Any] | None = None
     """For a verdict inferred from a line no pattern knows: its template and fingerprint."""
     rule: str | None = None
-    """The decision rule that chose this verdict (``analyzer.decide.wording.RULES``)."""
+    """The decision rule that chose this verdict (``analyzer.decide.rules.BY_ID``)."""
     rank_rule: str | None = None
     """How the rank was settled (or why none is named); ``rank_note`` says it in words."""
     rank_facts: dict[str, Any] = field(default_factory=dict)
@@ -94,7 +95,7 @@ class Verdict:
         the only rank whose failure the logs show), ``assumed`` (a local rank taken as global
         on one node); None when no rank is named."""
         c = certainty(self.rank, self.rank_rule, self.rank_assumed, self.rank_facts)
-        return None if c == "unknown" else c
+        return None if c == Certainty.UNKNOWN else c
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""

@@ -3,105 +3,20 @@
 The reasoning (``analyzer.decide.reason``) records *what* it decided on each verdict — the rule that
 chose it (``Verdict.rule``) and how the rank was settled (``Verdict.rank_rule`` with the facts
 behind it in ``Verdict.rank_facts``) — and never writes a sentence itself. The functions here
-write every sentence the reasoning needs; ``finish`` renders the rank note of a verdict once the
-decision is complete. Pattern text (a catalog ``cause``/``fix`` filled with captures) is
-rendered by ``analyzer.catalog.model.render``; fixes tailored to the job by
-``analyzer.decide.fixes``.
+write the sentences of causes, fixes and the builders some rules name; each rule's own short
+words (its summary, a rank note's template, a hang reason's template) are declared with the
+rule (``analyzer.decide.rules``, ``analyzer.decide.rank_decision``, ``analyzer.decide.hangs``),
+and ``analyzer.decide.notes.finish`` renders a verdict's rank note. Pattern text (a catalog
+``cause``/``fix`` filled with captures) is rendered by ``analyzer.catalog.model.render``;
+fixes tailored to the job by ``analyzer.decide.fixes``.
 """
 
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 from typing import Any
 
-from analyzer.decide.verdict import Verdict
-
-RULES: dict[str, str] = {
-    "root": "the earliest root that explains the others",
-    "end-after-symptoms": "symptoms before a SLURM end: the end only confirmed them",
-    "slurm-end": "SLURM ended the job and nothing failed before",
-    "death-record": "no root line: a worker's death record",
-    "cut-traceback": "no root line: one rank's own traceback, cut before its exception line",
-    "hang": "only collective timeouts: a hang, with a culprit only from evidence",
-    "symptoms": "only symptoms, most of them of one class",
-    "unknown": "only symptoms of no class",
-    "dead-worker": "no failure line, but a worker exited with an error: unknown cause",
-    "stalled-start": "no failure line, but the logs end before every rank joined the job",
-    "none": "no failure in the logs",
-    "inferred": "a line no pattern knows, inferred from its place in the failure",
-    "alternative": "considered and not preferred (an alternative of the verdict)",
-}
-"""The decision rules a verdict can come from (``Verdict.rule``); docs/decisions.md explains
-each."""
-
-RANK_NOTES: dict[str, str] = {
-    "traceback-below": "rank from the traceback right below the line ({file}:{line})",
-    "named-above": "rank from the line above that names where the exception came from "
-    "({file}:{line})",
-    "from-line": "rank from {file}:{line}",
-    "peer-died-first": (
-        "a worker died before this link error ({file}:{line}); the reporting rank is not blamed"
-    ),
-    "same-way-first": "{who} failed the same way; rank {rank} was first",
-    "same-way-together": "{who} failed the same way at the same time: no single rank to blame",
-    "same-way-unranked": (
-        "{copies} unlabelled copies of this error, and the launcher reports {ranks} ranks dead "
-        "on their own: the ranks failed alike, no single rank to blame"
-    ),
-    "uniform": (
-        "every rank raises this alike at start-up; the logs show it on rank {rank} only, which "
-        "names no culprit"
-    ),
-    "another-died": (
-        "rank {rank} shows the error, but the launcher reports rank(s) {others} dead on their "
-        "own and not rank {rank}: nothing orders the two, no single rank to blame"
-    ),
-    "only-death": "the only worker the launcher reports dead ({file}:{line})",
-    "srun-exit": "node from srun's exit of task {task} ({file}:{line})",
-    "srun-exits-many": (
-        "the line carries no node label, and {tasks} srun tasks exited on their own: no node is "
-        "named"
-    ),
-    "own-traceback": (
-        "rank {rank}'s own traceback, cut before its exception line: the only rank whose "
-        "failure the logs show"
-    ),
-    "victim": "rank {rank} only showed a symptom; no rank is named",
-    "only-rank": "the job ran a single process: rank 0",
-    "slurm-end": "SLURM ended every task of the job",
-    "culprit": "{reason}",
-    "inferred": "inferred: the first unknown error line, {spread}{new}",
-    "paste-cut": (
-        "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
-        "cannot show which rank failed first"
-    ),
-    "not-joined": (
-        "rank {rank} only announced itself; the ranks that never joined left no line, so none is "
-        "named"
-    ),
-    "still-working": (
-        "ranks {reporting} timed out while a progress bar went on counting ({file}:{line}): "
-        "rank {rank}, the only rank not among them, was still working in another phase"
-    ),
-}
-"""How a verdict's rank was settled (``Verdict.rank_rule``), as its note says it."""
-
 ASSUMED = "assumed global rank = local rank: the logs show a single node"
-
-
-def rank_note(rule: str, facts: dict[str, Any]) -> str:
-    """The note for a rank settled by ``rule`` with ``facts``."""
-    return RANK_NOTES[rule].format(**facts)
-
-
-def finish(v: Verdict) -> Verdict:
-    """The decided verdict with its rank note worded: its rank rule's note, then the
-    single-node assumption."""
-    note = rank_note(v.rank_rule, v.rank_facts) if v.rank_rule else v.rank_note
-    if v.rank_assumed:
-        note = f"{note}; {ASSUMED}" if note else ASSUMED
-    return replace(v, rank_note=note)
 
 
 def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
@@ -116,63 +31,35 @@ def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
     )
 
 
-HANG_REASONS: dict[str, str] = {
-    "desync": (
-        "PyTorch's own report (a desync report, monitored_barrier) names rank {rank} as the "
-        "one the others waited for"
-    ),
-    "op-mismatch": (
-        "collective mismatch at SeqNum {seq}: rank {rank} ran {op} while the others ran {others_op}"
-    ),
-    "call-mismatch": (
-        "rank {rank} timed out in {op} while the other {others} timed out in {others_op} (their "
-        "tracebacks): a collective mismatch"
-    ),
-    "lowest-enqueued": (
-        "rank {rank} last enqueued work {last_enqueued} while the others reached "
-        "{others_reached}: it never issued the collective the others wait in"
-    ),
-    "lowest-completed": (
-        "rank {rank} last completed work {last_completed} while the others completed "
-        "{others_reached}: it is stuck in a collective the others finished"
-    ),
-    "missing": (
-        "rank {rank} is the only rank of {world} that reported no collective timeout: the others "
-        "were waiting for it"
-    ),
-}
-"""How the hang analysis (``analyzer.decide.hangs``) named a culprit, by rule; ``none`` and
-``dumps`` are worded by ``hang_reason`` itself."""
-
-
 def _short(ranks: list[int]) -> str:
     if len(ranks) <= 8:
         return ", ".join(map(str, ranks))
     return ", ".join(map(str, ranks[:8])) + f", … ({len(ranks)} in all)"
 
 
-def hang_reason(rule: str, detail: dict[str, Any]) -> str:
-    """Why the hang analysis named its culprit (or none), from its rule and facts."""
-    if rule == "dumps":
-        why = f"the Flight Recorder dumps show it: {detail['shown']}"
-        logs_rank = detail.get("logs_rank")
-        if logs_rank is None:
-            return why + " (the logs alone name no rank)"
-        if logs_rank != detail["rank"]:
-            logs_why = hang_reason(detail["logs_rule"], detail["logs_detail"])
-            return why + f" (the logs alone pointed at rank {logs_rank}: {logs_why})"
-        return why + " (the logs agree)"
-    if rule == "none":
-        missing = detail.get("missing") or []
-        why = "the timeout reports do not single out one rank"
-        if len(missing) > 1:
-            why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
-        elif not detail.get("world_known"):
-            why += " and the job's world size is not in the logs"
-        if detail.get("first_watchdog") is not None:
-            why += f"; the first watchdog to fire was on rank {detail['first_watchdog']}"
-        return why
-    return HANG_REASONS[rule].format(**detail)
+def dumps_reason(shown: str, rank: int, logs_rank: int | None, logs_why: str | None) -> str:
+    """Why the Flight Recorder dumps name rank ``rank``, and what the logs alone said
+    (``logs_why``: their reason, when they pointed at another rank)."""
+    why = f"the Flight Recorder dumps show it: {shown}"
+    if logs_rank is None:
+        return why + " (the logs alone name no rank)"
+    if logs_rank != rank:
+        return why + f" (the logs alone pointed at rank {logs_rank}: {logs_why})"
+    return why + " (the logs agree)"
+
+
+def no_culprit_reason(detail: dict[str, Any]) -> str:
+    """Why the hang analysis names no culprit: the ranks missing from the reports (or that
+    the world size is unknown), and the rank whose watchdog fired first."""
+    missing = detail.get("missing") or []
+    why = "the timeout reports do not single out one rank"
+    if len(missing) > 1:
+        why += f" ({len(missing)} ranks are missing from them: {_short(missing)})"
+    elif not detail.get("world_known"):
+        why += " and the job's world size is not in the logs"
+    if detail.get("first_watchdog") is not None:
+        why += f"; the first watchdog to fire was on rank {detail['first_watchdog']}"
+    return why
 
 
 def collective(op: str | None, seq: str | None) -> str:

@@ -16,8 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
+
+
+class Role(StrEnum):
+    """What an event's line is to the failure (``Event.role``; the catalog's ``ROLES``):
+    ``root`` a cause, ``symptom`` a consequence, ``context`` background, ``candidate`` a line
+    no pattern knows, kept for the unknown-failure inference."""
+
+    ROOT = "root"
+    SYMPTOM = "symptom"
+    CONTEXT = "context"
+    CANDIDATE = "candidate"
+
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
 """The shared empty mapping of events without captures or roles."""
@@ -136,7 +149,7 @@ def from_flat(row: Mapping[str, Any]) -> Event:
         "line": 0,
         "pattern_id": "",
         "category": "unknown",
-        "role": "root",
+        "role": Role.ROOT,
         "text": "",
     }
     captures: dict[str, str | None] = {}

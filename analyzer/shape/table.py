@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from analyzer.model.event import COLUMN_TYPES, EMPTY, Event, new_event
+from analyzer.model.event import COLUMN_TYPES, EMPTY, Event, Role, new_event
 from analyzer.shape.attribute import Attributed
 
 if TYPE_CHECKING:
@@ -122,8 +122,8 @@ def by_rank(events: pl.DataFrame) -> pl.DataFrame:
     # A rank's first event: the earliest, a root event before a symptom of the same time, then
     # file and line (decide.summary.logged_order is the same order for the grid and JSON).
     ev = (
-        events.filter(pl.col("role") != "context")
-        .with_columns((pl.col("role") != "root").alias("_later"))
+        events.filter(pl.col("role") != Role.CONTEXT.value)
+        .with_columns((pl.col("role") != Role.ROOT.value).alias("_later"))
         .sort(["time", "_later", "file", "line"], nulls_last=True)
         .drop("_later")
     )

@@ -1,0 +1,92 @@
+"""What one event says about a worker, named once and used by every rule that asks.
+
+Each predicate tests one line; the rules (verdict rules, rank rules, promotions) combine
+them. Where two rules ask close but different questions (a death record that may carry no exit
+code, an exit code as a number), each question has its own name here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.model.event import Event
+
+KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
+"""Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
+
+CARRIED_ON = frozenset(["progress", "checkpoint-save-end"])
+"""Tags of the lines that show a rank still training: an iteration line, a finished save."""
+
+WENT_ON = frozenset([*CARRIED_ON, "checkpoint-save-begin"])
+"""Tags of lines that show a job past its start-up: an iteration line, a checkpoint save
+begun or finished."""
+
+
+def killed_by_launcher(e: Event) -> bool:
+    """The line records a worker the launcher stopped itself (its exit code or signal is a
+    SIGTERM/SIGINT)."""
+    return e.role_of("exit_code") in KILLED_BY_LAUNCHER or e.role_of("signal") in KILLED_BY_LAUNCHER
+
+
+def exit_record(e: Event) -> bool:
+    """The line is the launcher's record of a worker's exit: an exit line (tag ``death``) or
+    an exit code of a ChildFailedError table (tag ``childfailed-field``)."""
+    return e.tagged("death") or e.tagged("childfailed-field")
+
+
+def died_on_its_own(e: Event) -> bool:
+    """The launcher records a rank's exit with a non-zero exit code it did not cause itself
+    (not a SIGTERM/SIGINT it sent)."""
+    return (
+        exit_record(e)
+        and e.rank is not None
+        and e.role_of("exit_code") not in (None, "0")
+        and not killed_by_launcher(e)
+    )
+
+
+def dead_not_stopped(e: Event) -> bool:
+    """A rank's death line (tag ``death``, with or without an exit code) that the launcher
+    did not cause itself: the process died, whatever its code says."""
+    return e.rank is not None and e.tagged("death") and not killed_by_launcher(e)
+
+
+def exit_code(e: Event) -> int | None:
+    """The non-zero exit code (or negative signal) a line records, if any."""
+    code = e.role_of("exit_code")
+    try:
+        n = int(code) if code is not None else 0
+    except ValueError:
+        return None
+    return n or None
+
+
+def exit_code_stopped(e: Event) -> bool:
+    """The line's exit code, read as a number, is one the launcher's own SIGTERM/SIGINT
+    gives (its signal is not looked at)."""
+    return str(exit_code(e)) in KILLED_BY_LAUNCHER
+
+
+def carried_on(e: Event) -> bool:
+    """The line shows its writer still training (an iteration line, a finished save)."""
+    return not CARRIED_ON.isdisjoint(e.tags)
+
+
+def went_on(e: Event) -> bool:
+    """The line shows the job past its start-up (an iteration line, a save begun or done)."""
+    return not WENT_ON.isdisjoint(e.tags)
+
+
+def dead_on_their_own(rows: Iterable[Event]) -> set[int]:
+    """Ranks the launcher reports dead on their own (``died_on_its_own``): its exit lines,
+    the exit codes of a ChildFailedError table."""
+    return {r.rank for r in rows if died_on_its_own(r) and r.rank is not None}
+
+
+def launcher_singled_out(rows: Iterable[Event], rank: int) -> bool:
+    """The launcher reports ``rank`` as the only worker that died on its own (an exit line of
+    its own) and stopped the others itself (SIGTERM): the failure was not every rank's."""
+    seen = list(rows)
+    stopped = any(killed_by_launcher(r) for r in seen)
+    own = {r.rank for r in seen if r.tagged("death") and died_on_its_own(r)}
+    return stopped and own == {rank}

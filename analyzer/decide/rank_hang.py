@@ -1,0 +1,89 @@
+"""Rank rules of a hang: the culprit the hang analysis names, or the rank still working while
+the others waited."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from analyzer.decide.ids import HangId, RankId
+from analyzer.decide.job import JobView
+from analyzer.decide.rank_model import HANGS, Outcome, RankDecision, RankRule, one
+from analyzer.decide.rank_rules import bar_went_on, reporting_ranks
+from analyzer.decide.rules import Proposal
+
+
+def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A hang: the rank the hang analysis names as its culprit, with the node it ran on (from
+    its own lines, else from the processes per node), or none and the reason why."""
+    f = p.hang
+    if f is None:
+        return None
+    if f.rank is None:
+        return RankDecision(rule=RankId.CULPRIT, facts={"reason": f.reason})
+    mine = [r for r in job.rows if r.rank == f.rank]
+    node = next((r.node for r in mine if r.node), None)
+    local = next((r.local_rank for r in mine if r.local_rank is not None), None)
+    index = next((r.node_index for r in mine if r.node_index is not None), None)
+    geo = job.geo
+    if node is None and geo.nproc_per_node:
+        index = f.rank // geo.nproc_per_node
+        hosts = {r.host for r in job.rows if r.node_index == index and r.host}
+        node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, index)
+    facts = {"reason": f.reason, "hang_rule": f.rule}
+    return RankDecision(f.rank, local, node, index, RankId.CULPRIT, facts)
+
+
+def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A hang whose timeouts name no culprit, but a progress bar in the same log goes on
+    counting after the first timeout: some rank was still working in another phase
+    (evaluation, data preparation) while the others waited in the collective, blocked. When
+    exactly one rank of the job (the world size, else every rank up to the highest that
+    reports) is absent from the reports (two or more), that rank kept the others waiting
+    (likely, from the logs alone)."""
+    f = p.hang
+    if f is None or f.rank is not None or p.event is None:
+        return None
+    reporting = reporting_ranks(p.timeouts)
+    if len(reporting) < 2:
+        return None
+    universe = set(job.universe) | set(range(max(reporting) + 1))
+    absent = universe - reporting
+    if len(absent) != 1:
+        return None
+    went_on = bar_went_on(job.rows, p.event)
+    (rank,) = absent
+    if went_on is None or went_on.rank not in (None, rank):
+        return None
+    reports = ", ".join(str(r) for r in sorted(reporting))
+    out = d.taken_from(went_on, RankId.STILL_WORKING)
+    return replace(out, rank=rank, local_rank=None,
+                   facts={"file": went_on.file, "line": went_on.line, "rank": rank,
+                          "reporting": reports})
+
+
+CULPRIT = RankRule(
+    (
+        Outcome(
+            RankId.CULPRIT,
+            "{reason}",
+            certain_when=lambda facts: facts.get("hang_rule") == HangId.DUMPS,
+        ),
+    ),
+    HANGS,
+    culprit,
+)
+STILL_WORKING = RankRule(
+    one(
+        RankId.STILL_WORKING,
+        "ranks {reporting} timed out while a progress bar went on counting ({file}:{line}): "
+        "rank {rank}, the only rank not among them, was still working in another phase",
+    ),
+    HANGS,
+    still_working,
+)
+
+RULES: tuple[RankRule, ...] = (
+    CULPRIT,
+    STILL_WORKING,
+)
+"""This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""

@@ -1,0 +1,175 @@
+"""Rank rules that read what the launcher and the scheduler report: SLURM's end, the workers
+the launcher reports dead, srun's task exits, a job that never formed, a job of one process."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from analyzer.catalog.vocabulary import Category
+from analyzer.decide.ids import Certainty, RankId, VerdictId
+from analyzer.decide.job import JobView
+from analyzer.decide.ordering import SKEW
+from analyzer.decide.predicates import dead_not_stopped
+from analyzer.decide.rank_model import (
+    FAILED,
+    NEAR_LINES,
+    ROOTS,
+    Outcome,
+    RankDecision,
+    RankRule,
+    one,
+    unnamed,
+    unsettled,
+)
+from analyzer.decide.rules import Proposal
+from analyzer.model.event import Event
+
+
+def slurm_end(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """SLURM ended every task of the job: no rank is named (the node the line names stays)."""
+    return d.unnamed(RankId.SLURM_END)
+
+
+def peer_died_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked link error after a worker died: the error is the death's echo, so the
+    reporting rank is not blamed."""
+    e = unsettled(p, d)
+    if e is None or e.category != Category.NETWORK or e.time is None:
+        return None
+    died = [
+        r for r in job.active if r.tagged("death") and r.time is not None and r.time < e.time - SKEW
+    ]
+    if not died:
+        return None
+    return d.why(RankId.PEER_DIED_FIRST, file=died[0].file, line=died[0].line)
+
+
+def only_death(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked verdict takes the rank of the one worker the launcher reports dead, when
+    exactly one is (torchrun's ``failed (exitcode: 1) local_rank: 0``, mp.spawn's process
+    exits): the line came from the process that died. Workers it SIGTERMed do not count."""
+    if d.rank is not None or d.rule not in (None, RankId.VICTIM):
+        return None
+    dead: dict[int, Event] = {}
+    for r in job.rows:
+        if dead_not_stopped(r) and r.rank is not None:
+            dead.setdefault(r.rank, r)
+    if len(dead) != 1:
+        return None
+    (r,) = dead.values()
+    return d.taken_from(r, RankId.ONLY_DEATH)
+
+
+def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unprefixed root line takes its node from srun's task exits, when they single one
+    out: a task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right
+    below the line, or the only task that exits on its own. The first task to exit is not
+    enough by itself: in a two-node job the healthy node's agent often exits first."""
+    e = p.event
+    if e is None or d.node is not None or d.rank is not None or d.rule is not None:
+        return None
+    exits = [
+        r
+        for r in job.rows
+        if r.tagged("task-exit")
+        and r.role_of("exit_code") is not None
+        and (r.role_of("task") or "").isdecimal()
+    ]
+    tasks = {int(r.role_of("task") or 0) for r in exits}
+    if not tasks:
+        return None
+    last = e.line  # an assembled traceback's line is its closing exception line
+    below = [r for r in exits if r.file == e.file and last < r.line <= last + NEAR_LINES]
+    if len(tasks) == 1:
+        first = exits[0]
+    elif below:
+        first = min(below, key=lambda r: r.line)
+    else:
+        return d.why(RankId.SRUN_EXITS_MANY, tasks=len(tasks))
+    task = int(first.role_of("task") or 0)
+    node = job.geo.node_label(job.geo.task_hosts.get(task), task)
+    out = d.why(RankId.SRUN_EXIT, task=task, file=first.file, line=first.line)
+    return replace(out, node=node, node_index=task)
+
+
+def not_joined(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A job that never formed (``stalled-start``): the rank on the last announcement only
+    announced itself; the culprits are the ranks that never joined, and they left no line, so
+    no rank is named."""
+    if d.rank is None:
+        return None
+    return d.unnamed(RankId.NOT_JOINED, rank=d.rank)
+
+
+def only_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A job of one process failed on its only rank, 0 (unless a rule already said why no
+    rank is named)."""
+    if d.rank is not None or d.rule is not None or job.geo.world_size != 1:
+        return None
+    return replace(d.why(RankId.ONLY_RANK), rank=0, local_rank=0)
+
+
+SLURM_END = RankRule(
+    unnamed(RankId.SLURM_END, "SLURM ended every task of the job"),
+    frozenset({VerdictId.SLURM_END}),
+    slurm_end,
+)
+PEER_DIED_FIRST = RankRule(
+    unnamed(
+        RankId.PEER_DIED_FIRST,
+        "a worker died before this link error ({file}:{line}); the reporting rank is not blamed",
+    ),
+    ROOTS,
+    peer_died_first,
+)
+ONLY_DEATH = RankRule(
+    one(
+        RankId.ONLY_DEATH,
+        "the only worker the launcher reports dead ({file}:{line})",
+        Certainty.CERTAIN,
+    ),
+    frozenset({VerdictId.ROOT, VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
+    only_death,
+)
+SRUN_EXIT = RankRule(
+    (
+        Outcome(
+            RankId.SRUN_EXIT,
+            "node from srun's exit of task {task} ({file}:{line})",
+            names_rank=False,
+        ),
+        Outcome(
+            RankId.SRUN_EXITS_MANY,
+            "the line carries no node label, and {tasks} srun tasks exited on their own: no "
+            "node is named",
+            names_rank=False,
+        ),
+    ),
+    ROOTS,
+    srun_exit,
+)
+NOT_JOINED = RankRule(
+    unnamed(
+        RankId.NOT_JOINED,
+        "rank {rank} only announced itself; the ranks that never joined left no line, so none "
+        "is named",
+    ),
+    frozenset({VerdictId.STALLED_START}),
+    not_joined,
+)
+ONLY_RANK = RankRule(
+    one(RankId.ONLY_RANK, "the job ran a single process: rank 0", Certainty.CERTAIN),
+    FAILED,
+    only_rank,
+    job_level=True,
+)
+
+RULES: tuple[RankRule, ...] = (
+    SLURM_END,
+    PEER_DIED_FIRST,
+    ONLY_DEATH,
+    SRUN_EXIT,
+    NOT_JOINED,
+    ONLY_RANK,
+)
+"""This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""

@@ -1,0 +1,188 @@
+"""Rank rules of a failure several ranks share, or every rank would: the first of the ranks
+that failed alike, none when they failed together, none for an error every rank raises alike
+or a paste that hides what came first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from analyzer.catalog.vocabulary import info
+from analyzer.decide.ids import Certainty, RankId
+from analyzer.decide.job import JobView
+from analyzer.decide.ordering import clearly_first, signature
+from analyzer.decide.predicates import dead_on_their_own, exit_record, launcher_singled_out
+from analyzer.decide.rank_model import (
+    DEATHS,
+    ROOTS,
+    RankDecision,
+    RankRule,
+    alone,
+    one,
+    unnamed,
+)
+from analyzer.decide.rank_rules import headless, uniform_by_detail
+from analyzer.decide.rules import Proposal
+from analyzer.model.event import Event, Role
+
+
+def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
+    every = bool(job.universe) and {r.rank for r in same} >= job.universe
+    who = f"all {len(same)} ranks" if every else "ranks " + ", ".join(
+        str(r.rank) for r in same[:8]
+    )
+    return who, every
+
+
+def same_way_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Several ranks failed the same way (pattern and exception type) and one was clearly
+    first (by more than the clock-skew tolerance): that rank."""
+    if not clearly_first(p.same):
+        return None
+    who, _every = _who(job, p.same)
+    first = p.same[0]
+    out = d.why(RankId.SAME_WAY_FIRST, who=who, rank=first.rank)
+    return replace(out, evidence=p.same[1:3])
+
+
+def same_way_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Several ranks failed the same way at the same time: no single rank to blame (nor a
+    node, when every rank did)."""
+    if len(p.same) < 2 or clearly_first(p.same):
+        return None
+    who, every = _who(job, p.same)
+    out = d.unnamed(RankId.SAME_WAY_TOGETHER, who=who)
+    if every:
+        out = replace(out, node=None, node_index=None)
+    return replace(out, evidence=p.same[1:3])
+
+
+def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Copies of the same root that name no rank (processes sharing one stream, each printing
+    the same error) while the launcher reports two ranks or more dead on their own (a
+    non-zero exit it did not cause): the ranks failed alike, and no rank is taken from a
+    line near one copy."""
+    e = p.event
+    if e is None or d.rank is not None or d.rule is not None:
+        return None
+    sig = signature(e)
+    copies = [r for r in job.roots if r.rank is None and signature(r) == sig]
+    if len(copies) < 2:
+        return None
+    dead = dead_on_their_own(job.rows)
+    if len(dead) < 2:
+        return None
+    return d.unnamed(RankId.SAME_WAY_UNRANKED, copies=len(copies), ranks=len(dead))
+
+
+def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """The root's rank is known, but the launcher reports only other ranks dead on their own
+    (a non-zero exit it did not cause) and never this one: two ranks failed, and nothing
+    orders the error shown against the exit reported, so none is named."""
+    e = p.event
+    if e is None or d.rank is None or not alone(p):
+        return None
+    dead = dead_on_their_own(job.rows)
+    if not dead or d.rank in dead:
+        return None
+    if any(r.rank == d.rank and exit_record(r) for r in job.rows):
+        return None  # the launcher reports this rank too (stopped by it, or its own record)
+    return d.unnamed(
+        RankId.ANOTHER_DIED, rank=d.rank, others=", ".join(map(str, sorted(dead)))
+    )
+
+
+def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A start-up error every rank raises alike (a bad argument, a missing module) names no
+    rank when the logs show no other rank: the launcher reported the first copy it saw. Other
+    ranks seen without it (a node with a broken environment), or a launcher that reports this
+    rank as the only one that died on its own and stopped the others, keep the rank."""
+    e = p.event
+    if e is None or not alone(p) or d.rank is None:
+        return None
+    if not (info(e.category).uniform or e.tagged("uniform") or uniform_by_detail(e, job.rows)):
+        return None
+    if launcher_singled_out(job.rows, d.rank):
+        return None
+    sig = signature(e)
+    others = any(
+        r.rank is not None and r.rank != d.rank and r.role != Role.CONTEXT and signature(r) != sig
+        for r in job.rows
+    )
+    return None if others else d.unnamed(RankId.UNIFORM, rank=d.rank)
+
+
+def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """The log begins inside the rank's traceback (a paste cut at the top): what came before
+    is missing, so the log cannot show that this rank failed first, unless the launcher reports
+    it as the only worker that died on its own (and stopped the others)."""
+    e = p.event
+    if e is None or not alone(p) or d.rank is None or not headless(e):
+        return None
+    if job.geo.world_size == 1 or launcher_singled_out(job.rows, d.rank):
+        return None
+    return d.unnamed(RankId.PASTE_CUT, rank=d.rank)
+
+
+SAME_WAY_FIRST = RankRule(
+    one(
+        RankId.SAME_WAY_FIRST,
+        "{who} failed the same way; rank {rank} was first",
+        Certainty.CERTAIN,
+    ),
+    ROOTS | DEATHS,
+    same_way_first,
+)
+SAME_WAY_TOGETHER = RankRule(
+    unnamed(
+        RankId.SAME_WAY_TOGETHER,
+        "{who} failed the same way at the same time: no single rank to blame",
+    ),
+    ROOTS | DEATHS,
+    same_way_together,
+)
+SAME_WAY_UNRANKED = RankRule(
+    unnamed(
+        RankId.SAME_WAY_UNRANKED,
+        "{copies} unlabelled copies of this error, and the launcher reports {ranks} ranks dead "
+        "on their own: the ranks failed alike, no single rank to blame",
+    ),
+    ROOTS,
+    same_way_unranked,
+)
+UNIFORM = RankRule(
+    unnamed(
+        RankId.UNIFORM,
+        "every rank raises this alike at start-up; the logs show it on rank {rank} only, which "
+        "names no culprit",
+    ),
+    ROOTS,
+    uniform,
+)
+ANOTHER_DIED = RankRule(
+    unnamed(
+        RankId.ANOTHER_DIED,
+        "rank {rank} shows the error, but the launcher reports rank(s) {others} dead on their "
+        "own and not rank {rank}: nothing orders the two, no single rank to blame",
+    ),
+    ROOTS,
+    another_died,
+)
+PASTE_CUT = RankRule(
+    unnamed(
+        RankId.PASTE_CUT,
+        "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
+        "cannot show which rank failed first",
+    ),
+    ROOTS,
+    paste_cut,
+)
+
+RULES: tuple[RankRule, ...] = (
+    SAME_WAY_FIRST,
+    SAME_WAY_TOGETHER,
+    SAME_WAY_UNRANKED,
+    UNIFORM,
+    ANOTHER_DIED,
+    PASTE_CUT,
+)
+"""This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""
