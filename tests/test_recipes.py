@@ -254,6 +254,18 @@ def test_recipes_lists_every_shipped_recipe_with_what_it_does() -> None:
         "Diagnose a failed training job and mail (or save) the report")
 
 
+def test_recipes_list_fits_an_80_column_terminal() -> None:
+    """On a terminal the summaries wrap under themselves; on a pipe each recipe is one line."""
+    from tests.helpers import cli_on_tty
+
+    out = cli_on_tty("recipes", env={"COLUMNS": "80"})
+    lines = [ln.rstrip("\r") for ln in out.splitlines() if ln.strip()]
+    assert max(len(ln) for ln in lines) <= 80, lines
+    starts = [ln.split(None, 1)[0] for ln in lines if not ln.startswith(" ")]
+    assert starts == SHIPPED
+    assert any(ln.startswith(" " * len("diagnose-on-failure  ")) for ln in lines)
+
+
 @pytest.mark.parametrize("name", ["diagnose-on-failure", "diagnose-on-failure.sbatch"])
 def test_recipes_name_prints_it_as_shipped(name: str) -> None:
     r = _cli("recipes", name)
