@@ -56,3 +56,39 @@ def test_no_module_is_too_long_to_read() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
     assert not long, "split these by job:\n" + "\n".join(long)
+
+
+DECIDE = ROOT / "analyzer" / "decide"
+DECIDE_MAX_COMPLEXITY = 15
+DECIDE_MAX_MODULE_LINES = 400
+DECIDE_NOT_YET = frozenset({"advisories.py", "flightrec.py", "launchlogs.py"})
+"""Left to the engineer moving file I/O out of decide/ (advisories, Flight Recorder dumps,
+launch logs: issue 39); the lead reconciles them with the stricter limits."""
+
+
+def _decide_modules() -> list[Path]:
+    return [p for p in sorted(DECIDE.glob("*.py")) if p.name not in DECIDE_NOT_YET]
+
+
+def test_decide_functions_are_simpler_still() -> None:
+    """In the reasoning (analyzer/decide/) every function's cyclomatic complexity is at most
+    15: a rule that grows past it is split into named steps or into rules of its own."""
+    cc = pytest.importorskip("radon.complexity")
+    too = [
+        f"{p.relative_to(ROOT)}:{b.lineno} {b.name} {b.complexity}"
+        for p in _decide_modules()
+        for b in cc.cc_visit(p.read_text(encoding="utf-8"))
+        if b.complexity > DECIDE_MAX_COMPLEXITY
+    ]
+    assert not too, "split these into small functions:\n" + "\n".join(too)
+
+
+def test_decide_modules_are_sized_to_their_job() -> None:
+    """In the reasoning every module is at most 400 lines: rules are split by family (the rank
+    rules: rank_hang, rank_same, rank_lines, rank_launcher), not grown to the limit."""
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in _decide_modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > DECIDE_MAX_MODULE_LINES
+    ]
+    assert not long, "split these by job:\n" + "\n".join(long)

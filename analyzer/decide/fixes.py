@@ -151,6 +151,22 @@ def _max_connections(row: Event, facts: JobFacts) -> list[Step]:
     sm = _int(facts.get("sm"))
     blackwell = gen == "Blackwell" or (sm is not None and sm >= 100)
     where = f" on {gen}" if gen else ""
+    by_feature = _max_connections_feature(text, facts, where)
+    if by_feature is not None:
+        return by_feature
+    if blackwell:
+        return _max_connections_blackwell(row, facts)
+    tp, cp = facts.get("tp"), facts.get("cp")
+    par = ", ".join(f"{k}={v}" for k, v in (("TP", tp), ("CP", cp)) if v)
+    return [step(
+        f"Tensor/context parallelism{f' ({par})' if par else ''}{where or ' on pre-Blackwell GPUs'}"
+        " needs `export CUDA_DEVICE_MAX_CONNECTIONS=1` in the sbatch script before the srun "
+        "line (launch rule: pre-Blackwell, TP>1 or CP>1, no FSDP ⇒ 1).", "maxconn-export")]
+
+
+def _max_connections_feature(text: str, facts: JobFacts, where: str) -> list[Step] | None:
+    """The launch guide's rule for a feature that needs more than one connection (FSDP, MoE
+    overlap, the UCC pipeline backend), or None."""
     if "FSDP" in text or facts.get("use_torch_fsdp2") or facts.get("use_megatron_fsdp"):
         return [step(
             "FSDP (Torch-FSDP2 or Megatron-FSDP) needs CUDA_DEVICE_MAX_CONNECTIONS unset or > 1"
@@ -165,14 +181,7 @@ def _max_connections(row: Event, facts: JobFacts) -> list[Step]:
     if "UCC" in text:
         return [step("The UCC pipeline backend needs `export CUDA_DEVICE_MAX_CONNECTIONS=32` "
                      "(> 1).", "maxconn-export", "maxconn-unset")]
-    if blackwell:
-        return _max_connections_blackwell(row, facts)
-    tp, cp = facts.get("tp"), facts.get("cp")
-    par = ", ".join(f"{k}={v}" for k, v in (("TP", tp), ("CP", cp)) if v)
-    return [step(
-        f"Tensor/context parallelism{f' ({par})' if par else ''}{where or ' on pre-Blackwell GPUs'}"
-        " needs `export CUDA_DEVICE_MAX_CONNECTIONS=1` in the sbatch script before the srun "
-        "line (launch rule: pre-Blackwell, TP>1 or CP>1, no FSDP ⇒ 1).", "maxconn-export")]
+    return None
 
 
 _TP_CP_ASSERT = "Using tensor model parallelism or context parallelism require"

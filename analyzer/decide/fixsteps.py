@@ -85,17 +85,24 @@ def _parallel_contradicts(facts: Any) -> bool:
     return tp is not None and tp <= 1 and (cp is None or cp <= 1)
 
 
+def _version_contradicts(when: When, facts: Any) -> bool:
+    """The step is for megatron-core up to a version, and the job's is later (or unknown,
+    when the step needs it known)."""
+    if when.megatron_at_most is None:
+        return False
+    ver = megatron_version(facts)
+    if ver is None:
+        return when.version_known
+    return ver > when.megatron_at_most
+
+
 def contradicted(when: When, facts: Any) -> bool:
     """True when the job's facts rule the step out (unknown facts never do)."""
     gen = facts.get("gpu_generation")
     if when.gpu and gen and gen not in when.gpu:
         return True
-    ver = megatron_version(facts)
-    if when.megatron_at_most is not None:
-        if ver is None and when.version_known:
-            return True
-        if ver is not None and ver > when.megatron_at_most:
-            return True
+    if _version_contradicts(when, facts):
+        return True
     if when.tp_or_cp and _parallel_contradicts(facts):
         return True
     env = facts.get("python_env")

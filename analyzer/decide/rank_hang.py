@@ -20,17 +20,24 @@ def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
         return None
     if f.rank is None:
         return RankDecision(rule=RankId.CULPRIT, facts={"reason": f.reason})
-    mine = [r for r in job.rows if r.rank == f.rank]
+    local, node, index = _where(job, f.rank)
+    facts = {"reason": f.reason, "hang_rule": f.rule}
+    return RankDecision(f.rank, local, node, index, RankId.CULPRIT, facts)
+
+
+def _where(job: JobView, rank: int) -> tuple[int | None, str | None, int | None]:
+    """Local rank, node and node index of ``rank``: from its own lines, else the node from
+    the processes per node."""
+    mine = [r for r in job.rows if r.rank == rank]
     node = next((r.node for r in mine if r.node), None)
     local = next((r.local_rank for r in mine if r.local_rank is not None), None)
     index = next((r.node_index for r in mine if r.node_index is not None), None)
     geo = job.geo
     if node is None and geo.nproc_per_node:
-        index = f.rank // geo.nproc_per_node
+        index = rank // geo.nproc_per_node
         hosts = {r.host for r in job.rows if r.node_index == index and r.host}
         node = geo.node_label(hosts.pop() if len(hosts) == 1 else None, index)
-    facts = {"reason": f.reason, "hang_rule": f.rule}
-    return RankDecision(f.rank, local, node, index, RankId.CULPRIT, facts)
+    return local, node, index
 
 
 def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:

@@ -68,28 +68,35 @@ def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
     e = p.event
     if e is None or d.node is not None or d.rank is not None or d.rule is not None:
         return None
-    exits = [
-        r
-        for r in job.rows
-        if r.tagged("task-exit")
-        and r.role_of("exit_code") is not None
-        and (r.role_of("task") or "").isdecimal()
-    ]
+    exits = [r for r in job.rows if _task_exit(r)]
     tasks = {int(r.role_of("task") or 0) for r in exits}
     if not tasks:
         return None
-    last = e.line  # an assembled traceback's line is its closing exception line
-    below = [r for r in exits if r.file == e.file and last < r.line <= last + NEAR_LINES]
-    if len(tasks) == 1:
-        first = exits[0]
-    elif below:
-        first = min(below, key=lambda r: r.line)
-    else:
+    first = _exit_of(e, exits, len(tasks))
+    if first is None:
         return d.why(RankId.SRUN_EXITS_MANY, tasks=len(tasks))
     task = int(first.role_of("task") or 0)
     node = job.geo.node_label(job.geo.task_hosts.get(task), task)
     out = d.why(RankId.SRUN_EXIT, task=task, file=first.file, line=first.line)
     return replace(out, node=node, node_index=task)
+
+
+def _exit_of(e: Event, exits: list[Event], tasks: int) -> Event | None:
+    """The task exit that singles out ``e``'s task: the only task's, or the first right below
+    ``e`` (an assembled traceback's line is its closing exception line); None: neither."""
+    if tasks == 1:
+        return exits[0]
+    below = [r for r in exits if r.file == e.file and e.line < r.line <= e.line + NEAR_LINES]
+    return min(below, key=lambda r: r.line) if below else None
+
+
+def _task_exit(r: Event) -> bool:
+    """An srun task's exit line with an exit code and a task number."""
+    return (
+        r.tagged("task-exit")
+        and r.role_of("exit_code") is not None
+        and (r.role_of("task") or "").isdecimal()
+    )
 
 
 def not_joined(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:

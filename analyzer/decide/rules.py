@@ -254,23 +254,12 @@ def stalled_start(job: JobView) -> Proposal | None:
     claims = [r for r in job.rows if r.tagged("rank-claim") and r.rank is not None]
     if not claims or any(went_on(r) for r in job.rows):
         return None
-    worlds = {_int(r.role_of("world_size")) for r in claims} | {job.geo.world}
-    worlds.discard(None)
-    if len(worlds) != 1:
-        return None
-    (world,) = worlds
+    world = _one_world(job, claims)
     claimed = {r.rank for r in claims}
     if not world or len(claimed) >= world:
         return None
     last = max(claims, key=lambda r: (r.file, r.line))
-    later = [
-        r
-        for r in job.rows
-        if r.file == last.file
-        and r.line > last.line
-        and not (r.category == Category.RENDEZVOUS and r.role == Role.CONTEXT)
-    ]
-    if later:
+    if any(_later_in_file(r, last) for r in job.rows):
         return None
     return Proposal(
         VerdictId.STALLED_START,
@@ -278,6 +267,25 @@ def stalled_start(job: JobView) -> Proposal | None:
         CONFIDENCE[VerdictId.STALLED_START],
         category=Category.RENDEZVOUS,
     )
+
+
+def _later_in_file(r: Event, last: Event) -> bool:
+    """``r`` comes after ``last`` in its file and is not a start-up (rendezvous context) line."""
+    return (
+        r.file == last.file
+        and r.line > last.line
+        and not (r.category == Category.RENDEZVOUS and r.role == Role.CONTEXT)
+    )
+
+
+def _one_world(job: JobView, claims: list[Event]) -> int | None:
+    """The one world size the announcements and the job name (None: none, or several)."""
+    worlds = {_int(r.role_of("world_size")) for r in claims} | {job.geo.world}
+    worlds.discard(None)
+    if len(worlds) != 1:
+        return None
+    (world,) = worlds
+    return world
 
 
 def _int(v: str | None) -> int | None:
