@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ END = "<!-- registry: end -->"
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _template(text: str) -> str:
+    """A note's template as the docs show it: ``{rank}`` as ‹rank›."""
+    return _cell(re.sub(r"\{(\w+)\}", r"‹\1›", text))
+
+
+def _words(s: hangs.Strategy) -> str:
+    if isinstance(s.words, str):
+        return _template(s.words)
+    return _cell("built from the facts: " + " ".join((s.words.__doc__ or "").split()))
 
 
 def _sureness(o: Outcome) -> str:
@@ -53,16 +65,20 @@ def registry_markdown() -> str:
         ids = " or ".join(f"`{o.id}`" for o in rr.outcomes)
         out.append(f"| {i} | {ids} | {after} | {_cell(rr.doc)} |")
     out += ["", "### Hang strategies, strongest evidence first", ""]
-    out += ["| # | `culprit` finding | confidence | applies when |", "|---|---|---|---|"]
+    out += ["| # | `culprit` finding | confidence | applies when | the reason says |",
+            "|---|---|---|---|---|"]
     for i, s in enumerate(hangs.STRATEGIES, 1):
-        out.append(f"| {i} | `{s.id}` | {s.confidence} | {_cell(s.doc)} |")
+        out.append(f"| {i} | `{s.id}` | {s.confidence} | {_cell(s.doc)} | {_words(s)} |")
+    d = hangs.FROM_DUMPS
+    out += ["", f"A culprit the Flight Recorder dumps show is the `{d.id}` finding (its confidence"
+            " comes with the dumps' finding); its reason is " + _words(d) + "."]
     out += ["", "### Confidence by rule", ""]
     out += ["| key | confidence |", "|---|---|"]
     out += [f"| `{k}` | {v} |" for k, v in CONFIDENCE.items()]
     out += ["", "### Rank notes and how sure a named rank is", ""]
     out += ["| `rank_rule` | certainty | note |", "|---|---|---|"]
     out.append(f"| (the line names its own rank) | {OWN_LINE} | |")
-    out += [f"| `{o.id}` | {_sureness(o)} | {_cell(o.note)} |" for o in OUTCOMES.values()]
+    out += [f"| `{o.id}` | {_sureness(o)} | {_template(o.note)} |" for o in OUTCOMES.values()]
     out += ["", END]
     return "\n".join(out)
 

@@ -241,6 +241,8 @@ class Strategy:
 
 
 def _dumps_words(detail: dict[str, Any]) -> str:
+    """The dumps' reason, then whether the logs alone named no rank, agreed, or pointed at
+    another rank (with that rule's reason)."""
     logs_rank = detail.get("logs_rank")
     logs_why = (
         hang_reason(detail["logs_rule"], detail["logs_detail"])
