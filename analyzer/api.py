@@ -5,17 +5,19 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.catalog.load import load_catalog
 from analyzer.catalog.model import Catalog
-from analyzer.decide.flightrec import evidence_rows, read_flight_recorder
+from analyzer.decide.flightrec import evidence_rows
 from analyzer.decide.reason import ReadSummary, diagnose_rows
-from analyzer.decide.verdict import Diagnosis
+from analyzer.decide.verdict import Diagnosis, JobShape
+from analyzer.flightrec.analyze import read_finding
 from analyzer.model.event import Event
+from analyzer.read.batchscript import BatchScript, load_batch_script
 from analyzer.read.discover import Discovery, discover
 from analyzer.read.job import ReadResult, read_job
 from analyzer.read.slurmjob import SlurmJob
@@ -31,6 +33,42 @@ if TYPE_CHECKING:
     from analyzer.flightrec.analyze import FrFinding
 
 
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """How ``analyze`` and ``run_job`` read a job (every field optional; see ``analyze``)."""
+
+    patterns: Sequence[Path] = ()
+    """Extra pattern files or directories, loaded after the built-in catalog."""
+    catalog: Catalog | None = None
+    """An already loaded catalog; ``patterns`` is then ignored."""
+    workers: int | None = None
+    """Processes used for reading (None: the machine's cores; 1: this process)."""
+    progress: Callable[[int, int], None] | None = None
+    """Called as ``progress(done_bytes, total_bytes)`` while files are read."""
+    missing_ok: bool = False
+    """A path that does not exist is a problem in ``read.problems``, not an error."""
+    baseline: Sequence[str | Path] = ()
+    """Good runs of the same job: error lines they also printed are never a cause."""
+    good_run_templates: frozenset[str] | None = None
+    """Those lines' templates, already read (``baseline_templates``)."""
+    script: Path | None = None
+    """The job's sbatch script (default: one found in the job directory, or the scheduler's)."""
+    scheduler: SlurmJob | None = None
+    """SLURM's record of the job (``analyzer.read.slurmjob.lookup``), given by job id."""
+
+
+def _options(options: AnalyzeOptions | None, given: dict[str, Any]) -> AnalyzeOptions:
+    """``options`` with the fields named in ``given`` replaced; an unknown name is a
+    ``TypeError`` that lists the known ones."""
+    known = {f.name for f in fields(AnalyzeOptions)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise TypeError(
+            f"unknown option {', '.join(unknown)}; AnalyzeOptions has {', '.join(sorted(known))}"
+        )
+    return replace(options or AnalyzeOptions(), **given)
+
+
 @dataclass(frozen=True, repr=False)
 class Analysis:
     """Everything the tool learned about one job (returned by ``analyze``).
@@ -38,9 +76,11 @@ class Analysis:
     Attributes: ``paths`` (as given), ``read`` (files read, skipped and problems),
     ``attributed`` (the launch geometry; the reader's events with their attributions),
     ``rows`` (the events as typed records, ``analyzer.model.event.Event``), ``facts`` (world size,
-    parallelism, versions, progress), ``catalog`` (the patterns used), ``script`` and
-    ``baseline`` (as given to ``analyze``). Never changed once made; computed on first use:
-    ``events`` (polars) and ``diagnosis`` (``diagnose(analysis)``).
+    parallelism, versions, progress), ``catalog`` (the patterns used), ``flightrec`` (the
+    Flight Recorder dumps' finding), ``batch_script`` (the job's batch script as read),
+    ``script`` and ``baseline`` (as given to ``analyze``). Everything the diagnosis needs is
+    read by ``analyze``: the diagnosis reads no file. Never changed once made; computed on first
+    use, without side effects: ``events`` (polars) and ``diagnosis`` (``diagnose(analysis)``).
 
     In Jupyter the analysis shows as its HTML report; ``repr()`` is one short line.
     """
@@ -60,8 +100,11 @@ class Analysis:
     script: Path | None = None
     """The job's batch script (``--script``); else one found in the log directory."""
     scheduler: SlurmJob | None = None
-    """SLURM's record of the job, when it was given by job id (its facts, notes and batch
-    script join the diagnosis)."""
+    """SLURM's record of the job, when it was given by job id (its facts and notes join the
+    diagnosis; its batch script was read into ``batch_script``)."""
+    batch_script: BatchScript | None = None
+    """The batch script the launch advisories lint (``script``, the scheduler's, or one found
+    in the log directory), read with the logs; None when there is none."""
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -107,7 +150,7 @@ class Analysis:
         """The Markdown report (Jupyter, and anything that renders ``_repr_markdown_``)."""
         from analyzer.report import render
 
-        return render(self, "markdown")
+        return render(self.diagnosis, "markdown")
 
     def _repr_html_(self) -> str:
         """The HTML report in a sandboxed frame, so that its styles stay out of the notebook."""
@@ -115,7 +158,7 @@ class Analysis:
 
         from analyzer.report import render
 
-        page = render(self, "html")
+        page = render(self.diagnosis, "html")
         return (
             f'<iframe sandbox srcdoc="{html.escape(page, quote=True)}" '
             'style="width:100%;height:720px;border:1px solid #ccc" '
@@ -126,15 +169,16 @@ class Analysis:
 @without_gc
 def diagnose(a: Analysis) -> Diagnosis:
     """The diagnosis of an analysed job: the verdict rules, the rank rules, the launch
-    advisories and what SLURM said of it. ``a`` is never changed; the same analysis always
-    gives the same diagnosis."""
+    advisories and what SLURM said of it. ``a`` is never changed and no file is read; the same
+    analysis always gives the same diagnosis."""
     fr = a.flightrec
-    disabled = [f"pattern {p.id}: {p.disabled_reason}" for p in a.catalog.patterns
-                if p.disabled_reason]
+    off = a.read.disabled  # this job's, from every process that read it; the catalog's own
+    disabled = [f"pattern {p.id}: {off[p.id]}" for p in a.catalog.patterns if p.id in off]
+    geo = a.attributed.geometry
     d = diagnose_rows(
         a.rows,  # read only: ``diagnose_rows`` never changes the rows it is given
         a.facts,
-        a.attributed.geometry,
+        geo,
         ReadSummary(
             problems=a.read.problems + disabled + (list(fr.problems) if fr is not None else []),
             files=len(a.read.scans),
@@ -144,28 +188,24 @@ def diagnose(a: Analysis) -> Diagnosis:
         ),
         a.baseline,
     )
-    scheduler = a.scheduler
-    script = a.script or (scheduler.script if scheduler is not None else None)
-    d = _with_advisories(a, d, script)
-    return d if scheduler is None else _with_scheduler(d, scheduler)
+    d = replace(
+        d,
+        shape=JobShape(geo.world, geo.nnodes, geo.nproc_per_node, dict(geo.task_hosts)),
+        paths=tuple(str(p) for p in a.paths),
+    )
+    d = _with_advisories(a, d)
+    return d if a.scheduler is None else _with_scheduler(d, a.scheduler)
 
 
-def _with_advisories(a: Analysis, d: Diagnosis, script: Path | None) -> Diagnosis:
+def _with_advisories(a: Analysis, d: Diagnosis) -> Diagnosis:
     """``d`` with the launch advisories of the job's batch script and logs."""
-    from analyzer.decide.advisories import launch_advisories
+    from analyzer.decide.advisories import LaunchInput, launch_advisories
 
     geo = a.attributed.geometry
+    job = LaunchInput(a.rows, a.batch_script, geo.nnodes, geo.nproc_per_node, geo.task_hosts,
+                      a.facts.get("gpu_name"))
     try:
-        adv, used = launch_advisories(
-            a.rows,
-            d.verdict.category,
-            a.paths,
-            script,
-            verdict_pattern=d.verdict.pattern_id,
-            geometry=(geo.nnodes, geo.nproc_per_node),
-            gpu_name=a.facts.get("gpu_name"),
-            task_hosts=geo.task_hosts,
-        )
+        adv, used = launch_advisories(job, (d.verdict.category, d.verdict.pattern_id))
     except Exception as exc:  # a script the linter cannot read must not cost the diagnosis
         problem = f"launch advisories skipped: {type(exc).__name__}: {exc}"
         return replace(d, problems=[*d.problems, problem])
@@ -191,42 +231,44 @@ def _with_scheduler(d: Diagnosis, job: SlurmJob) -> Diagnosis:
 @without_gc
 def analyze(
     paths: str | Path | Sequence[str | Path],
-    *,
-    patterns: Sequence[Path] = (),
-    catalog: Catalog | None = None,
-    workers: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    missing_ok: bool = False,
-    baseline: Sequence[str | Path] = (),
-    good_run_templates: frozenset[str] | None = None,
-    script: Path | None = None,
-    scheduler: SlurmJob | None = None,
+    options: AnalyzeOptions | None = None,
+    /,
+    **given: Any,
 ) -> Analysis:
-    """Read one job's logs (directories or files) and attribute every event.
+    """Read one job's logs (directories or files), its batch script and Flight Recorder dumps,
+    and attribute every event.
 
     Parameters:
         paths: a job directory or log file, or several that form ONE job (their ranks and
             nodes are merged; diagnose separate jobs with separate calls).
-        patterns: extra pattern files or directories, loaded after the built-in catalog
-            (a pattern with the same id replaces the built-in one).
-        catalog: an already loaded catalog (``analyzer.catalog.load.load_catalog``); ``patterns``
-            is then ignored. Loading costs more than diagnosing a small job: reuse it.
-        workers: processes used for reading (default: the machine's cores; 1 reads in this
-            process).
-        progress: called as ``progress(done_bytes, total_bytes)`` while files are read.
-        missing_ok: with False (the default) a path that does not exist raises
-            ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
-        baseline: good runs of the same job (directories or files): error lines they also
-            printed are never taken for an unknown failure's cause (``analyzer.decide.unknown``).
-        good_run_templates: those lines' templates, already read (``baseline_templates``);
-            used instead of ``baseline`` when given.
-        script: the job's sbatch script, for the launch advisories (default: one found in
-            the job directory, or the scheduler's).
-        scheduler: SLURM's record of the job (``analyzer.read.slurmjob.lookup``), when it was
-            given by job id.
+        options: how to read it (``AnalyzeOptions``; default: all its defaults).
+        given: any field of ``AnalyzeOptions`` by name, e.g. ``analyze(path, workers=1)``;
+            it replaces the one in ``options``. The fields:
+
+            * ``patterns``: extra pattern files or directories, loaded after the built-in
+              catalog (a pattern with the same id replaces the built-in one).
+            * ``catalog``: an already loaded catalog (``analyzer.catalog.load.load_catalog``);
+              ``patterns`` is then ignored. Loading costs more than diagnosing a small job:
+              reuse it.
+            * ``workers``: processes used for reading (default: the machine's cores; 1 reads
+              in this process).
+            * ``progress``: called as ``progress(done_bytes, total_bytes)`` while files are
+              read.
+            * ``missing_ok``: with False (the default) a path that does not exist raises
+              ``FileNotFoundError``; with True it becomes a problem in ``read.problems``.
+            * ``baseline``: good runs of the same job (directories or files): error lines
+              they also printed are never taken for an unknown failure's cause
+              (``analyzer.decide.unknown``).
+            * ``good_run_templates``: those lines' templates, already read
+              (``baseline_templates``); used instead of ``baseline`` when given.
+            * ``script``: the job's sbatch script, for the launch advisories (default: one
+              found in the job directory, or the scheduler's).
+            * ``scheduler``: SLURM's record of the job (``analyzer.read.slurmjob.lookup``),
+              when it was given by job id.
 
     Raises:
         FileNotFoundError: a path does not exist (unless ``missing_ok``).
+        TypeError: an option that ``AnalyzeOptions`` does not have.
         analyzer.catalog.model.CatalogError: a pattern file is invalid, or the built-in catalog is
             missing or empty (a broken installation).
 
@@ -234,36 +276,36 @@ def analyze(
     the analysis is returned with ``read.readable`` False and ``diagnosis.status ==
     "unknown"`` (``diagnosis.exit_code == 3``, as the command line exits).
 
-    ``baseline``: a good run of the same job; lines whose templates it also printed are never
-    taken for an unknown failure's cause.
-
     >>> a = analyze("sample_logs/real/exception-cascade")   # doctest: +SKIP
     >>> a.events.columns[:4], a.diagnosis.verdict.category  # doctest: +SKIP
     """
+    o = _options(options, given)
     if isinstance(paths, (str, Path)):
         paths = [paths]
     plist = [Path(p) for p in paths]
-    if not missing_ok:
+    if not o.missing_ok:
         for p in plist:
             if not os.path.lexists(p):
                 raise FileNotFoundError(errno.ENOENT, "no such job directory or log file", str(p))
-    cat = catalog or load_catalog(list(patterns))
+    cat = o.catalog or load_catalog(list(o.patterns))
     disc = discover(plist)
-    rr = read_job(disc, cat, workers=workers, progress=progress)
+    rr = read_job(disc, cat, workers=o.workers, progress=o.progress)
     att = attribute(rr.scans, cat)
     for sc in rr.scans:  # the records below carry all the reader's events held
         sc.events = []
     rows = build_events(att)  # empties att.events as it goes (``attributed`` keeps the geometry)
     facts = collect_facts(rows)
-    fr = read_flight_recorder(disc.fr_dumps, rows, att.geometry)
+    fr = read_finding(disc.fr_dumps, att.geometry.ranks(rows))
     if fr is not None:
         rows += evidence_rows(fr, rows)
-    base = good_run_templates
-    if base is None and baseline:
-        base = baseline_templates([Path(p) for p in baseline], cat)
+    base = o.good_run_templates
+    if base is None and o.baseline:
+        base = baseline_templates([Path(p) for p in o.baseline], cat)
+    sched = o.scheduler
+    script = load_batch_script(plist, o.script or (sched.script if sched is not None else None))
     return Analysis(
-        plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base, script=script,
-        scheduler=scheduler,
+        plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base, script=o.script,
+        scheduler=sched, batch_script=script,
     )
 
 
@@ -297,29 +339,15 @@ def unreadable(a: Analysis, paths: Sequence[str | Path]) -> str | None:
 
 def run_job(
     paths: Sequence[str | Path],
-    catalog: Catalog,
-    *,
-    workers: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    script: Path | None = None,
-    baseline: Sequence[str | Path] = (),
-    good_run_templates: frozenset[str] | None = None,
-    scheduler: SlurmJob | None = None,
+    options: AnalyzeOptions | Catalog,
     shown: Sequence[str | Path] | None = None,
+    **given: Any,  # TRANSITIONAL (triage/run.py until it passes AnalyzeOptions)
 ) -> JobRun:
-    """Analyse and diagnose one job, the one way every command does it: paths that do not
-    exist are problems, not errors; ``scheduler`` is SLURM's record of a job given by id (its
-    batch script is the default ``script``); ``shown`` are the paths named in the problem
-    when nothing could be read (default: ``paths``)."""
-    a = analyze(
-        paths,
-        catalog=catalog,
-        workers=workers,
-        progress=progress,
-        missing_ok=True,
-        baseline=baseline,
-        good_run_templates=good_run_templates,
-        script=script,
-        scheduler=scheduler,
-    )
+    """Analyse one job, the one way every command does it: paths that do not exist are
+    problems, not errors (``missing_ok``); ``options.scheduler`` is SLURM's record of a job
+    given by id (its batch script is the default ``script``); ``shown`` are the paths named in
+    the problem when nothing could be read (default: ``paths``)."""
+    if isinstance(options, Catalog):
+        options = AnalyzeOptions(catalog=options)
+    a = analyze(paths, replace(options, missing_ok=True), **given)
     return JobRun(a, unreadable(a, shown if shown is not None else paths))

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.api import Analysis, analyze
-from analyzer.decide.advisories import find_script
+from analyzer.read.batchscript import find_script
 from tests.helpers import ROOT, write_job
 
 SKELETON = (ROOT / "recipes" / "train-megatron.sbatch").read_text()

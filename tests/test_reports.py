@@ -316,20 +316,23 @@ def test_markup_html_and_ansi_in_log_lines_are_shown_literally(tmp_path: Path) -
 def test_escape_sequences_that_slip_past_the_reader_never_reach_the_output(
     tmp_path: Path,
 ) -> None:
+    from dataclasses import replace
+
     a = analyze(hostile_job(tmp_path), workers=1)
     v = a.diagnosis.verdict
     sneaky = "x\x1b[2J\x1b]8;;http://evil\x07y\x9b31m\u202eevil\x07z\x00"
-    v.cause = "cause " + sneaky
-    v.evidence[0].text += sneaky
-    v.evidence[0].context.append(sneaky)
+    e0 = v.evidence[0]
+    e0 = replace(e0, text=e0.text + sneaky, context=[*e0.context, sneaky])
+    v = replace(v, cause="cause " + sneaky, evidence=[e0, *v.evidence[1:]])
+    d = replace(a.diagnosis, verdict=v)  # the report's input, changed as nothing else may
     for fmt in ("terminal", "text", "markdown", "html"):
-        out = render(a, fmt, color=False)
+        out = render(d, fmt, color=False)
         assert not ANSI.search(out), fmt
         assert "\u202e" not in out and "\x00" not in out and "\x07" not in out, fmt
-    coloured = render(a, "terminal", color=True)
+    coloured = render(d, "terminal", color=True)
     assert "\x1b[2J" not in coloured and "\x1b]8" not in coloured and "\x9b" not in coloured
     # JSON keeps the exact text but writes the raw C1/bidi characters as \u escapes.
-    text = to_json(a.diagnosis)
+    text = to_json(d)
     assert "\x9b" not in text and "\u202e" not in text and "\x1b" not in text
     assert json.loads(text)["verdict"]["cause"] == "cause " + sneaky
 

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -22,6 +22,10 @@ from analyzer.lint.cli import register_lint
 from analyzer.triage.cli import triage_app
 from analyzer.util.clickgroup import default_command_group
 from analyzer.util.color import ColorChoice
+
+if TYPE_CHECKING:
+    from analyzer.api import AnalyzeOptions, JobRun
+    from analyzer.catalog.model import Catalog
 
 SUBCOMMANDS = {
     "diagnose",
@@ -206,29 +210,23 @@ def _drop_stdin(path: Path) -> None:
         path.parent.rmdir()
 
 
-def _check_baseline(baseline: list[Path] | None) -> None:
+def _check_baseline(baseline: list[str | Path] | None) -> None:
     for b in baseline or []:
-        if not b.exists():
+        if not Path(b).exists():
             fail(f"--baseline {b}: no such file or directory; give a good run's logs", EXIT_USAGE)
 
 
 def _run(
-    paths: list[str],
-    catalog: Any,
-    workers: int | None,
-    show: bool,
-    *,
-    extra: list[str] | None = None,
-    baseline: list[Path] | None = None,
-    script: Path | None = None,
-    scheduler: Any = None,
-) -> Any:
+    paths: list[str], options: AnalyzeOptions, show: bool, extra: list[str] | None = None
+) -> JobRun:
     """``analyzer.api.run_job`` on ``paths`` (``-``: standard input, read into a temporary
     file) and ``extra`` (Flight Recorder dumps), with a progress bar when ``show``."""
+    from dataclasses import replace
+
     from analyzer.api import run_job
     from analyzer.report.progress import progress_callback
 
-    _check_baseline(baseline)
+    _check_baseline(list(options.baseline))
     tmp: Path | None = None
     real: list[Path] = []
     for p in [*paths, *(extra or [])]:
@@ -239,16 +237,7 @@ def _run(
             real.append(tmp)
     try:
         with progress_callback(show) as cb:
-            return run_job(
-                real,
-                catalog,
-                workers=workers,
-                progress=cb,
-                script=script,
-                baseline=baseline or [],
-                scheduler=scheduler,
-                shown=paths,
-            )
+            return run_job(real, replace(options, progress=cb), shown=paths)
     finally:
         if tmp is not None:
             _drop_stdin(tmp)
@@ -262,7 +251,7 @@ def _catalog_hint(patterns: list[Path] | None) -> str:
     return ""
 
 
-def _catalog(patterns: list[Path] | None, validate: bool = True) -> Any:
+def _catalog(patterns: list[Path] | None, validate: bool = True) -> Catalog:
     from analyzer.catalog.load import load_catalog
     from analyzer.catalog.model import CatalogError
 

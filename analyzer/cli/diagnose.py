@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,6 +33,13 @@ from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
 from analyzer.util.color import ColorChoice
+
+if TYPE_CHECKING:
+    from analyzer.api import Analysis, AnalyzeOptions, JobRun
+    from analyzer.decide.verdict import Diagnosis
+    from analyzer.read.slurmjob import SlurmJob
+    from analyzer.report.input import RenderOptions
+    from analyzer.report.outputs import Target
 
 # Several jobs in one run exit with the most serious outcome: nothing readable, then a failure
 # of unknown cause, then a diagnosed failure, then no failure found.
@@ -126,32 +133,55 @@ def diagnose_cmd(
     targets, jobs = _plan(paths, output, fmt, script, only, [*(fr or []), *(baseline or [])])
     show_progress = not all(t.fmt == "json" for t in targets) and sys.stderr.isatty()
     tty = any(t.path is None for t in targets) and use_color(color, sys.stdout)
-    catalog = _catalog(patterns)
+    options = _analyze_options(patterns, workers, baseline, script)
+    looks = [_render_options(tg, quiet, verbose, tty) for tg in targets]
     rendered: list[list[tuple[str, str]]] = [[] for _ in targets]
     codes: list[int] = []
     for job in jobs:
         label = job_label(job)
         prefix = f"{label}: " if len(jobs) > 1 else ""
-        run, problem = _run_one(job, catalog, workers, show_progress, fr, baseline, script,
-                                targets)
-        if problem is not None:  # one line, like a bad path; the message names the path
+        run, read = _run_one(job, options, show_progress, fr, targets)
+        if isinstance(run, str):  # one line, like a bad path; the message names the path
             codes.append(EXIT_UNREADABLE)
-            typer.echo(f"mcore-diagnose: {one_line(problem)}", err=True)
-            a = run.analysis if run is not None else None
-            for i, tg in enumerate(targets):
-                if tg.fmt == "json":
-                    rendered[i].append((label, _unreadable_json(label, problem, a)))
+            _unreadable(label, run, read, targets, rendered)
             continue
-        codes.append(run.diagnosis.exit_code)
-        _warn(run.analysis, run.diagnosis, prefix, verbose and targets[0].fmt == "terminal")
-        for i, tg in enumerate(targets):
-            text = _render_job(
-                run.analysis, tg.fmt, label, quiet, verbose, tty and tg.path is None,
-                tg.path is None,
-            )
-            rendered[i].append((label, prefix + text if quiet and tg.fmt != "json" else text))
+        d = run.diagnosis
+        codes.append(d.exit_code)
+        _warn(run.analysis, d, prefix, verbose and targets[0].fmt == "terminal")
+        for i, look in enumerate(looks):
+            text = _render_job(d, look, label)
+            rendered[i].append((label, prefix + text if quiet and look.fmt != "json" else text))
     _write_all(targets, rendered, quiet)
     raise typer.Exit(max(codes, key=_EXIT_SEVERITY.index) if codes else EXIT_UNREADABLE)
+
+
+def _unreadable(
+    label: str,
+    problem: str,
+    a: Analysis | None,
+    targets: list[Target],
+    rendered: list[list[tuple[str, str]]],
+) -> None:
+    """A job that could not be read: one line on stderr, its JSON object in the JSON outputs."""
+    typer.echo(f"mcore-diagnose: {one_line(problem)}", err=True)
+    for i, tg in enumerate(targets):
+        if tg.fmt == "json":
+            rendered[i].append((label, _unreadable_json(label, problem, a)))
+
+
+def _analyze_options(
+    patterns: list[Path] | None,
+    workers: int | None,
+    baseline: list[Path] | None,
+    script: Path | None,
+) -> AnalyzeOptions:
+    """How every job of the run is read (one catalog, loaded once, for all)."""
+    from analyzer.api import AnalyzeOptions
+
+    return AnalyzeOptions(
+        catalog=_catalog(patterns), workers=workers, baseline=tuple(baseline or ()),
+        script=script,
+    )
 
 
 def _plan(
@@ -161,7 +191,7 @@ def _plan(
     script: Path | None,
     only: str | None,
     read_dirs: list[Any],
-) -> tuple[list[Any], list[list[str]]]:
+) -> tuple[list[Target], list[list[str]]]:
     """The output targets and the jobs, or a usage error in one line."""
     from analyzer.cli.jobs import check_job_option, jobs_to_read
     from analyzer.read.slurmjob import is_job_id
@@ -185,7 +215,7 @@ def _plan(
     return targets, jobs
 
 
-def _write_all(targets: list[Any], rendered: list[list[tuple[str, str]]], quiet: bool) -> None:
+def _write_all(targets: list[Target], rendered: list[list[tuple[str, str]]], quiet: bool) -> None:
     """Each target's jobs combined into its one output."""
     from analyzer.report.outputs import OutputError, combine
 
@@ -200,32 +230,28 @@ def _write_all(targets: list[Any], rendered: list[list[tuple[str, str]]], quiet:
 
 def _run_one(
     job: list[str],
-    catalog: Any,
-    workers: int | None,
+    options: AnalyzeOptions,
     show: bool,
     fr: list[str] | None,
-    baseline: list[Path] | None,
-    script: Path | None,
-    targets: list[Any],
-) -> tuple[Any, str | None]:
-    """(the job's run or None, why it cannot be read or looked up)."""
+    targets: list[Target],
+) -> tuple[JobRun, None] | tuple[str, Analysis | None]:
+    """(the job's run, None), or (why it cannot be read or looked up, its analysis or None)."""
+    from dataclasses import replace
+
     slurm, logs, problem = _slurm_job(job, targets)
     if problem is not None:
-        return None, problem
-    try:
-        run = _run(
-            logs, catalog, workers, show, extra=fr, baseline=baseline, script=script,
-            scheduler=slurm,
-        )
-        if run.problem is None:
-            run.diagnosis  # noqa: B018  (made now: it reads SLURM's copy of the script)
+        return problem, None
+    try:  # everything SLURM handed over (its copy of the script) is read by ``_run``
+        run = _run(logs, replace(options, scheduler=slurm), show, extra=fr)
     finally:
         if slurm is not None:
             slurm.cleanup()
-    return run, run.problem
+    if run.problem is not None:
+        return run.problem, run.analysis
+    return run, None
 
 
-def _warn(a: Any, d: Any, prefix: str, skipped: bool) -> None:
+def _warn(a: Analysis, d: Diagnosis, prefix: str, skipped: bool) -> None:
     """The job's problems (and, with ``skipped``, the files skipped) on standard error."""
     if skipped:
         from analyzer.report.table import hanging
@@ -237,7 +263,9 @@ def _warn(a: Any, d: Any, prefix: str, skipped: bool) -> None:
         typer.echo(f"mcore-diagnose: warning: {prefix}{p}", err=True)
 
 
-def _slurm_job(job: list[str], targets: list[Any]) -> tuple[Any, list[str], str | None]:
+def _slurm_job(
+    job: list[str], targets: list[Target]
+) -> tuple[SlurmJob | None, list[str], str | None]:
     """(the SLURM job or None, the log paths to read, why a job id cannot be looked up); an
     output onto the job's StdOut/StdErr or into their directory is a usage error."""
     from analyzer.read.slurmjob import SlurmJobError, is_job_id, lookup
@@ -258,23 +286,29 @@ def _slurm_job(job: list[str], targets: list[Any]) -> tuple[Any, list[str], str 
     return j, logs, None
 
 
-def _render_job(
-    a: Any, fmt: str, label: str, quiet: bool, verbose: bool, color: bool, stdout: bool
-) -> str:
-    """One job's report in ``fmt``; on standard output as wide as the terminal (100 columns
-    when it is not one, and in files)."""
+def _render_options(tg: Target, quiet: bool, verbose: bool, tty: bool) -> RenderOptions:
+    """How a target's reports look: on standard output as wide as the terminal (100 columns
+    when it is not one, and in files), coloured when ``tty`` says so."""
     from analyzer.cli.app import terminal_width
-    from analyzer.report import render
+    from analyzer.report import RenderOptions
     from analyzer.report.terminal import WIDTH
 
-    if fmt == "json":
+    stdout = tg.path is None
+    if quiet and tg.fmt != "json":
+        return RenderOptions(tg.fmt, quiet=True)
+    width = (terminal_width() if stdout else None) or WIDTH
+    return RenderOptions(tg.fmt, width, color=tty and stdout, verbose=verbose)
+
+
+def _render_job(d: Diagnosis, o: RenderOptions, label: str) -> str:
+    """One job's report as ``o`` says; JSON is one line with the job's ``label``."""
+    from analyzer.report import render_report
+
+    if o.fmt == "json":
         from analyzer.report.outputs import json_line
 
-        return json_line(_with_job(a.diagnosis.as_dict(), label))
-    if quiet:
-        return render(a, fmt, quiet=True)
-    width = (terminal_width() if stdout else None) or WIDTH
-    return render(a, fmt, verbose=verbose, color=color, width=width)
+        return json_line(_with_job(d.as_dict(), label))
+    return render_report(d, o)
 
 
 def _with_job(obj: dict[str, Any], label: str) -> dict[str, Any]:
@@ -282,7 +316,7 @@ def _with_job(obj: dict[str, Any], label: str) -> dict[str, Any]:
     return {"schema_version": obj["schema_version"], "job": label, **obj}
 
 
-def _unreadable_json(label: str, problem: str, a: Any | None) -> str:
+def _unreadable_json(label: str, problem: str, a: Analysis | None) -> str:
     from analyzer.decide.verdict import SCHEMA_VERSION
     from analyzer.report.outputs import json_line
 

@@ -107,13 +107,14 @@ def _table(
     when there are several."""
     import polars as pl
 
+    from analyzer.api import AnalyzeOptions
     from analyzer.report.outputs import job_label
     from analyzer.shape.table import to_frame
 
-    catalog = _catalog(patterns)
+    options = AnalyzeOptions(catalog=_catalog(patterns), workers=workers)
     frames = []
     for job in jobs:
-        run = _run(job, catalog, workers, False)
+        run = _run(job, options, False)
         if run.problem:
             fail(run.problem)
         a = run.analysis

@@ -16,12 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import regex
 
 from analyzer.catalog.load import check_pattern, load_catalog
-from analyzer.catalog.model import CatalogError, Pattern
+from analyzer.catalog.model import Catalog, CatalogError, Pattern
 from analyzer.decide.unknown import (
     Template,
     group,
@@ -120,7 +119,9 @@ class Draft:
     template: str
 
 
-def find_unknown(job: Path, catalog: Any, baseline: frozenset[str] | None) -> Found | None:
+def find_unknown(
+    job: Path, catalog: Catalog, baseline: frozenset[str] | None
+) -> Found | None:
     """The unknown failure of one job (None when it has no unknown error line)."""
     from analyzer.api import analyze
 
@@ -339,7 +340,7 @@ def check(d: Draft, where: Path) -> list[str]:
 
 
 def suggest(
-    jobs: Sequence[Path], baseline: Sequence[Path] = (), catalog: Any = None
+    jobs: Sequence[Path], baseline: Sequence[Path] = (), catalog: Catalog | None = None
 ) -> tuple[list[Draft], list[str]]:
     """Drafts for the unknown failures of ``jobs`` (one per template fingerprint), and notes
     on the jobs that gave none."""

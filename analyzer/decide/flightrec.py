@@ -3,12 +3,13 @@
 A row's ``file`` is the dump's path; ``line`` is the culprit entry's ``record_id + 1`` (its
 place in the dump), 0 for the per-rank rows.
 
-The dumps found by discovery are read and compared (``analyze_dumps``); what they show becomes
-``context`` rows of the event table with ``source = "flight_recorder"`` (one per rank of the
-stuck group, one for the culprit). The culprit's row is a ``CulpritEvent``: it carries the
-typed finding (``FrFinding``), which the hang reasoning reads (``culprit_row``) instead of the
-row's text captures. Context rows never become a verdict by themselves: the dumps name the
-culprit of a hang the logs show.
+The dumps found by discovery are read and compared before the diagnosis
+(``analyzer.flightrec.analyze.read_finding``, called by ``analyzer.api.analyze``); what they
+show becomes ``context`` rows of the event table with ``source = "flight_recorder"`` (one per
+rank of the stuck group, one for the culprit). The culprit's row is a ``CulpritEvent``: it
+carries the typed finding (``FrFinding``), which the hang reasoning reads (``culprit_row``)
+instead of the row's text captures. Context rows never become a verdict by themselves: the
+dumps name the culprit of a hang the logs show.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.flightrec.analyze import FrFinding, RankState, analyze_dumps
-from analyzer.flightrec.load import load_dumps
+from analyzer.flightrec.analyze import FrFinding, RankState
 from analyzer.model.event import Event
-from analyzer.shape.geometry import Geometry
 
 SOURCE = "flight_recorder"
 CULPRIT_PREFIX = "flight_recorder.culprit."
@@ -34,15 +33,6 @@ class CulpritEvent(Event):
     read from it, never parsed back from the row's captures)."""
 
     finding: FrFinding = field(kw_only=True)
-
-
-def read_flight_recorder(
-    dumps: list[tuple[Any, str]], rows: list[Event], geo: Geometry
-) -> FrFinding | None:
-    """Load and compare the dumps against every rank of the job (None when there are none)."""
-    if not dumps:
-        return None
-    return analyze_dumps(load_dumps(dumps), geo.ranks(rows))
 
 
 def _where(rows: list[Event], rank: int) -> dict[str, Any]:

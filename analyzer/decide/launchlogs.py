@@ -242,22 +242,34 @@ def _host(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value.split(",")[0].strip()
 
 
-def master_addr_per_node(rows: Sequence[Event]) -> Found | None:
-    """The nodes were given different MASTER_ADDRs (torchrun's ``rdzv_endpoint``/``master_addr``
-    or the store host a client reached for, per node), or a node other than the first one used
-    its own host name: MASTER_ADDR was set on each node instead of once for the job."""
+def _master_of(r: Event) -> str | None:
+    """The MASTER_ADDR host a line names: torchrun's ``rdzv_endpoint``/``master_addr``
+    argument, or the store host a client reached for."""
+    if r.cap("arg") in ("rdzv_endpoint", "master_addr") and r.cap("value"):
+        return _host(str(r.cap("value")))
+    if r.cap("store_host"):
+        return _host(str(r.cap("store_host")))
+    return None
+
+
+def _master_per_node(rows: Sequence[Event]) -> dict[str, tuple[str, Event]]:
+    """node -> (the MASTER_ADDR host its first such line names, that line)."""
     per: dict[str, tuple[str, Event]] = {}
     for r in rows:
         node = r.node_index if r.node_index is not None else r.node
         if node is None:
             continue
-        if r.cap("arg") in ("rdzv_endpoint", "master_addr") and r.cap("value"):
-            host = _host(str(r.cap("value")))
-        elif r.cap("store_host"):
-            host = _host(str(r.cap("store_host")))
-        else:
-            continue
-        per.setdefault(str(node), (host, r))
+        host = _master_of(r)
+        if host is not None:
+            per.setdefault(str(node), (host, r))
+    return per
+
+
+def master_addr_per_node(rows: Sequence[Event]) -> Found | None:
+    """The nodes were given different MASTER_ADDRs (torchrun's ``rdzv_endpoint``/``master_addr``
+    or the store host a client reached for, per node), or a node other than the first one used
+    its own host name: MASTER_ADDR was set on each node instead of once for the job."""
+    per = _master_per_node(rows)
     hosts = {h for h, _ in per.values()}
     own = [n for n, (h, r) in per.items() if n != "0" and r.host and h == r.host]
     if len(hosts) < 2 and not own:

@@ -308,8 +308,8 @@ def _inferred(
         attempt=r.attempt,
         rank_rule=RankId.INFERRED,
         rank_facts=said,
+        unknown=g.as_dict(n, baseline),
     )
-    out.unknown = g.as_dict(n, baseline)
     return out
 
 

@@ -34,9 +34,9 @@ EXIT_CODES: dict[int, str] = {
 """The exit statuses of every command, defined once (docs/contract.md says the same)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evidence:
-    """A log line that supports a verdict."""
+    """A log line that supports a verdict (never changed once made)."""
 
     file: str
     line: int
@@ -55,9 +55,9 @@ class Evidence:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
-    """One explanation of the failure."""
+    """One explanation of the failure (never changed once made: ``dataclasses.replace``)."""
 
     category: str
     cause: str
@@ -146,6 +146,17 @@ class RankRow:
 
 
 @dataclass(frozen=True)
+class JobShape:
+    """The launch geometry the reports show: world size, nodes × workers per node, and the
+    host of each srun task (``analyzer.shape.geometry.Geometry``, as settled for the job)."""
+
+    world: int | None = None
+    nnodes: int | None = None
+    nproc_per_node: int | None = None
+    task_hosts: Mapping[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """The verdict on a job, with alternatives, symptoms and facts; typed records throughout,
     a dict only in ``as_dict``. Never changed once made (``dataclasses.replace`` makes a new
@@ -173,6 +184,11 @@ class Diagnosis:
     """Launch-rule advisories (``analyzer.decide.advisories``), also for jobs that did not
     fail."""
     batch_script: str | None = None
+    shape: JobShape = field(default_factory=JobShape)
+    """The job's launch geometry, for the reports (not in the JSON report)."""
+    paths: Sequence[str] = ()
+    """The job's logs as given (directories or files), for the reports (the JSON report's
+    ``job`` key is the command line's)."""
 
     @property
     def exit_code(self) -> int:

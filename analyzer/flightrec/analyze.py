@@ -11,6 +11,7 @@ tell is said in ``notes``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -24,7 +25,7 @@ from analyzer.flightrec.groups import (
     parse_ranks,
     to_int,
 )
-from analyzer.flightrec.load import DumpSet
+from analyzer.flightrec.load import DumpSet, load_dumps
 from analyzer.flightrec.rules import Suspect, group_findings, short_ranks
 from analyzer.flightrec.table import RankState, rank_table
 
@@ -230,3 +231,12 @@ def analyze_dumps(ds: DumpSet, world: set[int] | None = None) -> FrFinding:
         return out
     _name_culprit(out, top, top.rank)
     return out
+
+
+def read_finding(dumps: list[tuple[Path, str]], world: set[int] | None) -> FrFinding | None:
+    """Read the dumps ``(path, path shown)`` found with the logs and compare them against every
+    rank of the job (``world``); None when there are none. The only place the job's dumps are
+    read: the diagnosis takes the finding as it is."""
+    if not dumps:
+        return None
+    return analyze_dumps(load_dumps(dumps), world)

@@ -130,17 +130,7 @@ def read_job(
             done += lf.size
             if progress:
                 progress(done, total)
-    _mark_disabled(catalog, result.disabled)
     return result
-
-
-def _mark_disabled(catalog: Catalog, disabled: dict[str, str]) -> None:
-    """Switch off in this process the patterns a worker process had to switch off, so that
-    they are reported (``Analysis.diagnosis`` lists the catalog's disabled patterns)."""
-    for pid, why in disabled.items():
-        p = catalog.by_id.get(pid)
-        if p is not None and not p.disabled_reason:
-            p.disabled_reason = why
 
 
 def _read_parallel(

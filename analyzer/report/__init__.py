@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from analyzer.api import Analysis
+from analyzer.report.input import FORMATS, RenderOptions, ReportInput, diagnosis_of
 
-FORMATS = ("terminal", "text", "markdown", "html", "json")
+__all__ = ["FORMATS", "RenderOptions", "render", "render_report", "terminal_width"]
 
 
 def terminal_width(default: int = 100) -> int:
@@ -18,7 +16,7 @@ def terminal_width(default: int = 100) -> int:
 
 
 def render(
-    a: Analysis,
+    d: ReportInput,
     fmt: str,
     *,
     quiet: bool = False,
@@ -26,10 +24,10 @@ def render(
     color: bool = False,
     width: int | None = None,
 ) -> str:
-    """The report for ``a`` (an ``analyzer.api.Analysis``) as a string.
+    """The report of ``d`` (a ``Diagnosis``, or an ``analyzer.api.Analysis``) as a string.
 
     Parameters:
-        a: the analysis of one job, from ``analyzer.analyze``.
+        d: the diagnosis of one job (``analyzer.analyze(path).diagnosis``), or the analysis.
         fmt: ``terminal`` (rich panels and the rank grid), ``text`` (the same in plain text),
             ``markdown``, ``html`` (one self-contained page) or ``json`` (the object of
             ``docs/contract.md``, indented; the command line prints it on one line).
@@ -42,30 +40,36 @@ def render(
             standard output is not a terminal. None: the terminal's width when ``color``,
             else 100. No line of these reports is longer (log lines are cut or wrapped).
 
+    The same as ``render_report(d, RenderOptions(fmt, width, color, quiet, verbose))``.
     Raises ``ValueError`` for an unknown ``fmt``. Log text is escaped for the format.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
-    if fmt == "json":
+    return render_report(d, RenderOptions(fmt, width, color, quiet, verbose))
+
+
+def render_report(d: ReportInput, o: RenderOptions) -> str:
+    """The report of ``d`` as ``o`` says (see :func:`render`)."""
+    diag = diagnosis_of(d)
+    if o.fmt == "json":
         from analyzer.report.jsonout import to_json
 
-        return to_json(a.diagnosis)
-    if quiet:
+        return to_json(diag)
+    if o.quiet:
         from analyzer.report.oneline import one_line
 
-        return one_line(a.diagnosis) + "\n"
-    if fmt == "markdown":
+        return one_line(diag) + "\n"
+    if o.fmt == "markdown":
         from analyzer.report.markdown import to_markdown
 
-        return to_markdown(a, verbose=verbose)
-    if fmt == "html":
+        return to_markdown(diag, verbose=o.verbose)
+    if o.fmt == "html":
         from analyzer.report.html import to_html
 
-        return to_html(a, verbose=verbose)
+        return to_html(diag, verbose=o.verbose)
     from analyzer.report.terminal import WIDTH, to_terminal, to_text
 
+    width = o.width
     if width is None:
-        width = terminal_width() if color and fmt == "terminal" else WIDTH
-    if fmt == "text":
-        return to_text(a, verbose=verbose, width=width)
-    return to_terminal(a, color=color, verbose=verbose, width=width)
+        width = terminal_width() if o.color and o.fmt == "terminal" else WIDTH
+    if o.fmt == "text":
+        return to_text(diag, verbose=o.verbose, width=width)
+    return to_terminal(diag, color=o.color, verbose=o.verbose, width=width)

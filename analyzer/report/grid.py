@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from analyzer.decide.verdict import RankRow
+from analyzer.report.input import ReportInput, diagnosis_of
 from analyzer.util.safe import clean
 from analyzer.util.timefmt import iso
-
-if TYPE_CHECKING:
-    from analyzer.api import Analysis
 
 CULPRIT_MARK = "X"
 NONE_MARK = "·"
@@ -214,12 +211,12 @@ def _node_labels(
     return labels
 
 
-def build_grid(a: Analysis) -> Grid:
-    """The grid of ``a``'s diagnosis."""
-    d = a.diagnosis
-    geo = a.attributed.geometry
+def build_grid(d: ReportInput) -> Grid:
+    """The grid of a diagnosis (its rank table, verdict and launch geometry)."""
+    d = diagnosis_of(d)
+    geo = d.shape
     gpn = geo.nproc_per_node if geo.nproc_per_node and geo.nproc_per_node > 0 else None
-    return grid_from(d.ranks, d.verdict.rank, d.verdict.category, gpn, geo.task_hosts)
+    return grid_from(d.ranks, d.verdict.rank, d.verdict.category, gpn, dict(geo.task_hosts))
 
 
 def grid_from(

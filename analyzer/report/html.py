@@ -21,7 +21,7 @@ from analyzer.util.safe import html_text, shorten
 from analyzer.version import __version__
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.report.input import ReportInput
 
 _SEVERITY = {
     "fail": ("#c62828", "#fdecea", "Job failed"),
@@ -356,6 +356,6 @@ def render_html(m: ReportModel, *, verbose: bool = False, version: str = __versi
     return _page(m, "\n".join(parts), version)
 
 
-def to_html(a: Analysis, *, verbose: bool = False) -> str:
-    """The HTML page for ``a``."""
-    return render_html(build_model(a), verbose=verbose)
+def to_html(d: ReportInput, *, verbose: bool = False) -> str:
+    """The HTML page of a diagnosis."""
+    return render_html(build_model(d), verbose=verbose)

@@ -17,7 +17,7 @@ from analyzer.report.model import EvidenceView, ReportModel, build_model
 from analyzer.util.safe import shorten
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.report.input import ReportInput
 
 GRID_WIDTH = 100
 _MD_PUNCT = regex.compile(r"([\\`*_\[\]|~])")
@@ -271,6 +271,6 @@ def render_markdown(m: ReportModel, *, verbose: bool = False) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def to_markdown(a: Analysis, *, verbose: bool = False) -> str:
-    """The Markdown report of ``a``."""
-    return render_markdown(build_model(a), verbose=verbose)
+def to_markdown(d: ReportInput, *, verbose: bool = False) -> str:
+    """The Markdown report of a diagnosis."""
+    return render_markdown(build_model(d), verbose=verbose)

@@ -1,4 +1,4 @@
-"""What every human-readable report shows, computed once from an :class:`Analysis`.
+"""What every human-readable report shows, computed once from a :class:`Diagnosis`.
 
 The terminal, text, Markdown and HTML reports are views of this model, so they say the same
 thing. Every string in it that came from a log has been through :func:`clean` (no escape
@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.decide.flightrec import table_lines
 from analyzer.report.grid import Grid, build_grid
+from analyzer.report.input import ReportInput, diagnosis_of
 from analyzer.util.safe import clean
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
     from analyzer.decide.advisories import Advisory
-    from analyzer.decide.verdict import Evidence, RankRow, Verdict
-    from analyzer.shape.attribute import Geometry
+    from analyzer.decide.verdict import Diagnosis, Evidence, JobShape, RankRow, Verdict
 
 CONTEXT_HEAD = 2
 CONTEXT_TAIL = 5
@@ -253,7 +252,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def _nodes_fact(g: Geometry, grid: Grid) -> str | None:
+def _nodes_fact(g: JobShape, grid: Grid) -> str | None:
     """``2 × 8 GPUs`` from the geometry, else the number of nodes the grid shows."""
     if g.nnodes and g.nproc_per_node:
         return f"{g.nnodes} × {g.nproc_per_node} GPUs"
@@ -310,11 +309,10 @@ def _fact_text(v: Any) -> str:
     return clean(f"{v:,}" if isinstance(v, int) else v)
 
 
-def _facts(a: Analysis, grid: Grid) -> list[tuple[str, str]]:
+def _facts(d: Diagnosis, grid: Grid) -> list[tuple[str, str]]:
     """The job's facts, one (name, value) row each; unknown facts are left out."""
-    d = a.diagnosis
     f = d.fact
-    g = a.attributed.geometry
+    g = d.shape
     ws = g.world
     rows: list[tuple[str, Any]] = [
         ("SLURM job", _slurm_fact(f)),
@@ -354,12 +352,12 @@ def _timeline(grid: Grid) -> list[TimelineRow]:
     return rows
 
 
-def build_model(a: Analysis) -> ReportModel:
-    """The report model of ``a``."""
-    d = a.diagnosis
+def build_model(x: ReportInput) -> ReportModel:
+    """The report model of a diagnosis (or of ``x.diagnosis``)."""
+    d = diagnosis_of(x)
     v = d.verdict
-    hosts = a.attributed.geometry.task_hosts
-    grid = build_grid(a)
+    hosts = dict(d.shape.task_hosts)
+    grid = build_grid(d)
     if d.status == "ok":
         severity = "ok"
     elif v.category == "unknown" or d.status == "unknown":
@@ -381,13 +379,13 @@ def build_model(a: Analysis) -> ReportModel:
         rank_note=_rank_note(v),
         evidence=_evidence_views(v, d.ranks),
         symptoms=[clean(s) for s in d.symptom_lines],
-        facts=_facts(a, grid),
+        facts=_facts(d, grid),
         grid=grid,
         alternatives=[_alt(x) for x in d.alternatives if x.category != v.category],
         attempts=[_alt(x) for x in d.attempts],
         problems=[clean(p) for p in d.problems],
         timeline=_timeline(grid),
-        logs=", ".join(clean(p) for p in a.paths),
-        flight_recorder=[clean(x) for x in table_lines(a.flightrec)],
+        logs=", ".join(clean(p) for p in d.paths),
+        flight_recorder=[clean(x) for x in table_lines(d.flight_recorder)],
         advisories=[_advisory(x) for x in d.advisories],
     )

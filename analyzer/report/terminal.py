@@ -23,7 +23,7 @@ from analyzer.report.model import EvidenceView, ReportModel, build_model
 from analyzer.util.safe import clean, has_escape, shorten
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.report.input import ReportInput
 
 WIDTH = 100
 """Width of reports written to a file or a pipe (and of the snapshots)."""
@@ -294,12 +294,14 @@ def render_model(m: ReportModel, *, color: bool, verbose: bool = False, width: i
     return out
 
 
-def to_terminal(a: Analysis, *, color: bool, verbose: bool = False, width: int = WIDTH) -> str:
+def to_terminal(
+    d: ReportInput, *, color: bool, verbose: bool = False, width: int = WIDTH
+) -> str:
     """Render the report, with ANSI colours when ``color`` (``analyzer.util.color.use_color``
     decides it for the command line: ``--color``, ``NO_COLOR``, ``FORCE_COLOR``, a TTY)."""
-    return render_model(build_model(a), color=color, verbose=verbose, width=width)
+    return render_model(build_model(d), color=color, verbose=verbose, width=width)
 
 
-def to_text(a: Analysis, *, verbose: bool = False, width: int = WIDTH) -> str:
+def to_text(d: ReportInput, *, verbose: bool = False, width: int = WIDTH) -> str:
     """The plain-text report (mail bodies, files): box drawing, no ANSI codes."""
-    return render_model(build_model(a), color=False, verbose=verbose, width=width)
+    return render_model(build_model(d), color=False, verbose=verbose, width=width)
