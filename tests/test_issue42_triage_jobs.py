@@ -143,3 +143,14 @@ def test_a_folder_of_several_jobs_output_and_other_logs_is_one_row_with_a_warnin
     # diagnose reads it the same way, and says so
     d = mcore(str(logs), "-q")
     assert len(d.stdout.splitlines()) == 1 and "2 SLURM jobs (7, 12) and other logs" in d.stderr
+
+
+def test_one_job_is_counted_in_the_singular(tmp_path: Path) -> None:
+    """The summary and the stderr line say "1 job", never "1 jobs"."""
+    table, summary = tmp_path / "t.csv", tmp_path / "t.txt"
+    r = mcore("triage", str(REAL / "exception-cascade"), "-o", str(table), "--summary",
+              str(summary))
+    assert r.returncode == 0, r.stderr
+    text = summary.read_text(encoding="utf-8") + r.stderr
+    assert "Triage: 1 job: 1 failed" in text and "of 1 job (" in text, text
+    assert "(1 job)" in r.stderr and "1 jobs" not in text, text

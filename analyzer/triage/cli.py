@@ -147,7 +147,7 @@ def _finish(
         for w in warnings:
             typer.echo(f"mcore-diagnose triage: warning: {w}", err=True)
     if output is not None and not quiet:
-        typer.echo(f"wrote {output} ({df.height} jobs)", err=True)
+        typer.echo(f"wrote {output} ({df.height} job{'s' if df.height != 1 else ''})", err=True)
 
 
 def _use_patterns(patterns: list[Path]) -> None:

@@ -276,13 +276,14 @@ def headline(s: Summary) -> str:
     order = ["failed", "ok", "unknown", "error", "timeout"]
     keys = order + sorted(k for k in s.by_status if k not in order)
     parts = [f"{s.by_status[k]} {k}" for k in keys if s.by_status.get(k)]
-    return f"{s.total} jobs: " + (", ".join(parts) if parts else "none")
+    return f"{s.total} job{'s' if s.total != 1 else ''}: " + (", ".join(parts) if parts else "none")
 
 
 def unknown_summary_line(s: Summary) -> str:
     """How many jobs are left without a known cause, and why."""
     return (
-        f"left unknown: {s.left_unknown} of {s.total} jobs ({pct(s.unknown_share)}): "
+        f"left unknown: {s.left_unknown} of {s.total} job{'s' if s.total != 1 else ''} "
+        f"({pct(s.unknown_share)}): "
         f"{s.unknown_cause} failed with an unknown cause, {s.unreadable} with no log "
         f"content, {s.undiagnosed.height} triage error/timeout"
     )
