@@ -102,11 +102,12 @@ def recipes_cmd(
     if name is None:
         if output is not None:
             _fail("-o needs the NAME of a recipe (mcore-diagnose recipes lists them)")
-        from analyzer.cli.app import terminal_width
+        from analyzer.report import terminal_width
         from analyzer.report.table import hanging
 
         width = max(len(n) for n in files)
-        columns = terminal_width()  # a terminal: wrapped under the summary; a pipe: one line
+        # a terminal: wrapped under the summary; a pipe: one line each
+        columns = terminal_width() if sys.stdout.isatty() else None
         for n, f in files.items():
             line = summary(f.read_text(encoding="utf-8"))
             typer.echo(hanging(f"{n:<{width}}  ", line, columns).rstrip())
