@@ -6,16 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.version import __version__
 
-__all__ = ["__version__", "analyze"]
+__all__ = ["AnalyzeOptions", "__version__", "analyze"]
 
 if TYPE_CHECKING:
-    from analyzer.api import analyze
+    from analyzer.api import AnalyzeOptions, analyze
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: `mcore-diagnose --version` must not pay for polars and the catalog.
-    if name == "analyze":
-        from analyzer.api import analyze
+    if name in ("analyze", "AnalyzeOptions"):
+        from analyzer import api
 
-        return analyze
+        return getattr(api, name)
     raise AttributeError(name)

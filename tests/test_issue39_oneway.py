@@ -207,3 +207,27 @@ def test_few_parameters_and_a_typed_catalog_through_the_cli() -> None:
              for ln in p.read_text(encoding="utf-8").splitlines()
              if "catalog: Any" in ln or ("def _catalog(" in ln and "-> Any" in ln)]
     assert typed == []
+
+
+def test_the_flight_recorder_finding_is_the_decisions_one_input(catalog: Catalog) -> None:
+    """The hang reasoning takes the dumps' culprit from the finding it is given, not from a
+    row of the event table: without the finding the row alone does not count, and the finding
+    counts without the row."""
+    from analyzer.decide.flightrec import CulpritEvent
+    from analyzer.decide.reason import ReadSummary, diagnose_rows
+    from analyzer.flightrec.analyze import FrFinding
+    from analyzer.model.event import Event
+
+    a = analyze(REAL / "fr-rank-stops", catalog=catalog, workers=1)
+    fr, geo = a.flightrec, a.attributed.geometry
+    assert fr is not None and fr.rank is not None
+
+    def verdict(rows: list[Event], finding: FrFinding | None) -> tuple[int | None, float]:
+        v = diagnose_rows(rows, a.facts, geo, ReadSummary(flight_recorder=finding)).verdict
+        return v.rank, v.confidence
+
+    with_dumps = verdict(a.rows, fr)
+    assert with_dumps == (fr.rank, 0.9)  # the dumps' kind 'missing', the logs agreeing
+    without_row = [r for r in a.rows if not isinstance(r, CulpritEvent)]
+    assert verdict(without_row, fr) == with_dumps
+    assert verdict(a.rows, None) != with_dumps  # the logs alone are less sure

@@ -7,9 +7,10 @@ The dumps found by discovery are read and compared before the diagnosis
 (``analyzer.flightrec.analyze.read_finding``, called by ``analyzer.api.analyze``); what they
 show becomes ``context`` rows of the event table with ``source = "flight_recorder"`` (one per
 rank of the stuck group, one for the culprit). The culprit's row is a ``CulpritEvent``: it
-carries the typed finding (``FrFinding``), which the hang reasoning reads (``culprit_row``)
-instead of the row's text captures. Context rows never become a verdict by themselves: the
-dumps name the culprit of a hang the logs show.
+carries the typed finding (``FrFinding``). The decision takes the finding as its one Flight
+Recorder input (``ReadSummary.flight_recorder``); the hang reasoning gets the culprit's event
+from it (``culprit_event``), never from the row's text captures. Context rows never become a
+verdict by themselves: the dumps name the culprit of a hang the logs show.
 """
 
 from __future__ import annotations
@@ -110,14 +111,25 @@ def _culprit_event(f: FrFinding, rank: int, kind: str, rows: list[Event]) -> Cul
 
 def evidence_rows(f: FrFinding, rows: list[Event]) -> list[Event]:
     """Event-table rows for the dumps' picture and culprit."""
-    out = [_state_row(s, rows) for s in f.table]
-    if f.rank is not None and f.kind is not None:
-        out.append(_culprit_event(f, f.rank, f.kind, rows))
+    out: list[Event] = [_state_row(s, rows) for s in f.table]
+    culprit = culprit_event(f, rows)
+    if culprit is not None:
+        out.append(culprit)
     return out
 
 
+def culprit_event(f: FrFinding | None, rows: list[Event]) -> CulpritEvent | None:
+    """The event in which the dumps name a culprit, made from the finding (the event table
+    holds the same row); None when they name none. The hang reasoning gets it this way, from
+    the one Flight Recorder input of the decision (``ReadSummary.flight_recorder``)."""
+    if f is None or f.rank is None or f.kind is None:
+        return None
+    return _culprit_event(f, f.rank, f.kind, rows)
+
+
 def culprit_row(rows: list[Event]) -> CulpritEvent | None:
-    """The row in which the dumps name a culprit (with the typed finding), if any."""
+    """The row of the event table in which the dumps name a culprit, if any (for readers of
+    the table; the decision takes ``culprit_event`` of the finding)."""
     return next((r for r in rows if isinstance(r, CulpritEvent)), None)
 
 

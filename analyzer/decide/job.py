@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES
 from analyzer.decide.promote import promote
 from analyzer.model.event import Event, Role
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
+
+if TYPE_CHECKING:
+    from analyzer.decide.flightrec import CulpritEvent
 
 
 @dataclass(frozen=True)
@@ -29,9 +33,15 @@ class JobView:
     symptoms: tuple[Event, ...]
     universe: frozenset[int]
     """Every rank of the job: ``range(world_size)`` when it is known, else the ranks seen."""
+    dumps: CulpritEvent | None = None
+    """The event in which the Flight Recorder dumps name a culprit (made from the finding
+    the decision is given: ``analyzer.decide.flightrec.culprit_event``)."""
 
     @classmethod
-    def of(cls, rows: Sequence[Event], facts: JobFacts, geo: Geometry) -> JobView:
+    def of(
+        cls, rows: Sequence[Event], facts: JobFacts, geo: Geometry,
+        dumps: CulpritEvent | None = None,
+    ) -> JobView:
         """The view of ``rows`` (never changed) for one decision."""
         promoted = tuple(promote(rows))
         active = tuple(r for r in promoted if r.role != Role.CONTEXT)
@@ -48,5 +58,6 @@ class JobView:
             ),
             symptoms=tuple(r for r in active if r.role == Role.SYMPTOM),
             universe=frozenset(geo.ranks(promoted)),
+            dumps=dumps,
         )
 

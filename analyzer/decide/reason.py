@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
+from analyzer.decide.flightrec import CulpritEvent, culprit_event
 from analyzer.decide.ids import VerdictId
 from analyzer.decide.job import JobView
 from analyzer.decide.notes import finish
@@ -40,11 +41,13 @@ def _verdicts(job: JobView, p: Proposal, whole_job: bool) -> tuple[Verdict, list
 
 
 def decide(
-    rows: Sequence[Event], facts: JobFacts, geo: Geometry, whole_job: bool = False
+    rows: Sequence[Event], facts: JobFacts, geo: Geometry, whole_job: bool = False,
+    dumps: CulpritEvent | None = None,
 ) -> tuple[Verdict, list[Verdict], str]:
     """The verdict, alternatives and status (``failed``/``ok``) for one attempt's rows
-    (``whole_job``: the rows of every attempt, where the job-level rank rules apply too)."""
-    job = JobView.of(rows, facts, geo)
+    (``whole_job``: the rows of every attempt, where the job-level rank rules apply too;
+    ``dumps``: the event in which the Flight Recorder dumps name a culprit)."""
+    job = JobView.of(rows, facts, geo, dumps)
     p = propose(job)
     v, alts = _verdicts(job, p, whole_job)
     return v, alts, p.status
@@ -67,14 +70,18 @@ def _attempt_of(rows: list[Event]) -> None:
             rows[i] = replace(r, attempt=max((a for ln, a in marks if ln < r.line), default=0))
 
 
-def _per_attempt(rows: list[Event], facts: JobFacts, geo: Geometry) -> list[Verdict]:
+def _per_attempt(
+    rows: list[Event], facts: JobFacts, geo: Geometry, dumps: CulpritEvent | None
+) -> list[Verdict]:
     """One verdict per torchrun attempt, when the job restarted."""
     attempts = sorted({r.attempt for r in rows if r.attempt is not None})
     if len(attempts) < 2:
         return []
     out = []
     for a in attempts:
-        va, _alts, _st = decide([r for r in rows if r.attempt in (a, None)], facts, geo)
+        va, _alts, _st = decide(
+            [r for r in rows if r.attempt in (a, None)], facts, geo, dumps=dumps
+        )
         out.append(replace(va, attempt=a))
     return out
 
@@ -131,6 +138,7 @@ class ReadSummary:
     bytes_read: int = 0
     readable: bool = True
     flight_recorder: FrFinding | None = None
+    """The Flight Recorder dumps' finding: the decision's one input about them."""
 
 
 def diagnose_rows(
@@ -145,10 +153,11 @@ def diagnose_rows(
     ``rows`` are never changed. ``baseline``: templates of a good run's candidate lines
     (``analyzer.decide.unknown``)."""
     read = read or ReadSummary()
+    dumps = culprit_event(read.flight_recorder, rows)
     rows, candidates = split_candidates(rows)
     _attempt_of(rows)
-    per_attempt = _per_attempt(rows, facts, geo)
-    v, alts, status = decide(rows, facts, geo, whole_job=True)
+    per_attempt = _per_attempt(rows, facts, geo, dumps)
+    v, alts, status = decide(rows, facts, geo, whole_job=True, dumps=dumps)
     shared: int | None = None
     if per_attempt:
         v, alts, shared = _first_attempt(v, alts, per_attempt)

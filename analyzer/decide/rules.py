@@ -18,7 +18,6 @@ from datetime import datetime
 
 from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide import verdict_texts
-from analyzer.decide.flightrec import culprit_row
 from analyzer.decide.hangs import find_culprit
 from analyzer.decide.ids import VerdictId
 from analyzer.decide.job import JobView
@@ -168,7 +167,7 @@ def hang(job: JobView) -> Proposal | None:
 
 
 def _hang(job: JobView, timeouts: list[Event]) -> Proposal:
-    finding = find_culprit(timeouts, set(job.universe), culprit_row(list(job.rows)))
+    finding = find_culprit(timeouts, set(job.universe), job.dumps)
     return Proposal(
         VerdictId.HANG,
         earliest(timeouts),
