@@ -159,7 +159,8 @@ def test_oom_fix_never_says_rank_none() -> None:
     row = {"category": "cuda_oom", "rank": None, "tried": "2.00 GiB", "text": ""}
     fix = tailor_fix(from_flat(row), "Reduce memory.", JobFacts(), _geo())
     assert "None" not in fix and "?" not in fix
-    assert fix.startswith("The rank that ran out of memory (tried 2.00 GiB)")
+    # the cause states the figures; the fix starts with what to change (issue 42, item 17)
+    assert "2.00 GiB" not in fix and fix.startswith("Lower --micro-batch-size")
 
 
 def test_import_error_and_rendezvous_fixes_say_each_thing_once() -> None:
