@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from analyzer.api import analyze
 from analyzer.catalog.vocabulary import info
 from analyzer.cli.commands import app
-from analyzer.decide.reason import diagnose_rows
+from analyzer.decide.reason import ReadSummary, diagnose_rows
 from analyzer.decide.unknown import (
     group,
     infer,
@@ -279,7 +279,8 @@ def test_false_alarm_rate_is_zero_on_every_sample() -> None:
         exp = _expected(s)
         a = analyze(s, catalog=CATALOG, workers=1)
         keep, _cands = split_candidates(a.rows)
-        plain = diagnose_rows(keep, a.facts, a.attributed.geometry).verdict
+        dumps = ReadSummary(flight_recorder=a.flightrec)  # the decision's one dumps input
+        plain = diagnose_rows(keep, a.facts, a.attributed.geometry, dumps).verdict
         v = a.diagnosis.verdict
         if exp["category"] == "none":
             healthy += 1
