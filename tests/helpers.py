@@ -7,6 +7,7 @@ they live here; ``tests/conftest.py`` turns the same things into fixtures (``rep
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -94,3 +95,45 @@ def cli_on_tty(*args: str, env: dict[str, str] | None = None) -> str:
     finally:
         os.close(master)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def cli_in_process(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mcore-diagnose ARGS`` run by ``main`` in this process, as ``subprocess.run([...,
+    "-m", "analyzer", *args], capture_output=True, text=True)`` would run it: standard output
+    and error captured (not terminals), ``env`` added to the environment (a None value removes
+    the variable) and ``cwd`` the working directory, for the call only. For what a process adds
+    nothing to (help, usage errors, reports); a test about the process itself (exit on a real
+    pipe, a terminal, signals, start-up imports) runs the real command."""
+    import contextlib
+    import io
+    import os
+
+    from analyzer.cli.commands import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    code: int | str | None = 0
+    try:
+        for key, value in (env or {}).items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    rc = code if isinstance(code, int) else (0 if code is None else 1)
+    stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
+    return subprocess.CompletedProcess(["mcore-diagnose", *args], rc, stdout, stderr)

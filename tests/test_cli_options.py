@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REAL, ROOT, cli_on_tty
+from tests.helpers import REAL, ROOT, cli_in_process, cli_on_tty
 
 JOB = REAL / "exception-cascade"
 
@@ -35,12 +35,18 @@ IDS = [" ".join(c) or "(root)" for c in COMMANDS]
 
 
 def run(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    """``mcore-diagnose ARGS`` in a fresh process (as a user runs it)."""
+    """``mcore-diagnose ARGS`` with ``NO_COLOR=1``, its output captured, run in this process:
+    what it prints and its status are those of the real command (help, usage errors, reports;
+    ``run_process`` is the real command, for what is about the process)."""
+    return cli_in_process(*args, cwd=cwd, env={"NO_COLOR": "1", **env})
+
+
+def run_process(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``mcore-diagnose ARGS`` in a fresh process, standard output a pipe (as a user runs it)."""
     return subprocess.run(
         [sys.executable, "-m", "analyzer", *args],
         capture_output=True,
         text=True,
-        cwd=cwd,
         env={**os.environ, "NO_COLOR": "1", **env},
     )
 
@@ -161,7 +167,7 @@ def test_output_fits_an_80_column_terminal_without_colour(args: list[str]) -> No
 def test_report_uses_the_terminal_width_and_100_on_a_pipe() -> None:
     wide = on_terminal(str(JOB), columns=140)
     assert max(map(len, wide)) == 140
-    piped = run(str(JOB), COLUMNS="").stdout.splitlines()
+    piped = run_process(str(JOB), COLUMNS="").stdout.splitlines()
     assert max(map(len, piped)) == 100
 
 

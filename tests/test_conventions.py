@@ -15,7 +15,7 @@ import pytest
 
 from analyzer.report.outputs import OutputError, group_jobs, plan_outputs
 from analyzer.util.color import use_color
-from tests.helpers import ROOT, write_job
+from tests.helpers import ROOT, cli_in_process, write_job
 
 ANSI = re.compile(r"\x1b\[")
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}([+-]\d{2}:\d{2})?$")
@@ -29,10 +29,18 @@ _ENV_DROP = ("NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "MCORE_DIAGNOSE_PATTER
 
 def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
         ) -> subprocess.CompletedProcess[str]:
+    """``mcore-diagnose ARGS`` run in this process, output captured, the colour variables of
+    this process left out: the real command's output and status, without its start-up."""
+    drop: dict[str, str | None] = dict.fromkeys(_ENV_DROP)
+    return cli_in_process(*args, cwd=cwd, env={**drop, **(env or {})})
+
+
+def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``mcore-diagnose ARGS`` in a fresh process, standard output a real pipe."""
     e = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "analyzer", *args], capture_output=True,
-                          text=True, env=e, timeout=120, cwd=cwd)
+                          text=True, env=e, timeout=120)
 
 
 def _job(root: Path, name: str, rank: int, second: int = 1) -> Path:
@@ -69,12 +77,13 @@ def test_use_color(choice: str, env: dict[str, str], tty: bool, want: bool) -> N
 
 def test_color_option_on_a_pipe(tmp_path: Path) -> None:
     job = _job(tmp_path, "job-01", 1)
-    assert ANSI.search(run(str(job), "--color", "always").stdout)
-    assert ANSI.search(run(str(job), "--color=always", env={"NO_COLOR": "1"}).stdout)
-    assert not ANSI.search(run(str(job), "--color", "never", env={"FORCE_COLOR": "1"}).stdout)
-    assert ANSI.search(run(str(job), env={"CLICOLOR_FORCE": "1"}).stdout)
-    assert not ANSI.search(run(str(job)).stdout)
-    r = run(str(job), "--color", "sometimes")
+    assert ANSI.search(run_process(str(job), "--color", "always").stdout)
+    assert ANSI.search(run_process(str(job), "--color=always", env={"NO_COLOR": "1"}).stdout)
+    never = run_process(str(job), "--color", "never", env={"FORCE_COLOR": "1"})
+    assert not ANSI.search(never.stdout)
+    assert ANSI.search(run_process(str(job), env={"CLICOLOR_FORCE": "1"}).stdout)
+    assert not ANSI.search(run_process(str(job)).stdout)
+    r = run_process(str(job), "--color", "sometimes")
     assert r.returncode == 64 and "sometimes" in r.stderr
 
 
