@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import MakeJob
+from tests.helpers import MakeJob, cli_in_process
 
 TB = (
     "[rank1]: Traceback (most recent call last):\n"
@@ -31,6 +31,12 @@ def run(*args: str, stdin: bytes | None = None, env: dict[str, str] | None = Non
         env=e,
         timeout=120,
     )
+
+
+def run_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """``run`` in this process, for tests of formats and contents (not exit codes, pipes or
+    standard input of a real process)."""
+    return cli_in_process(*args, env={"FORCE_COLOR": None})
 
 
 @pytest.fixture
@@ -105,20 +111,20 @@ def test_output_file_goes_only_where_asked(job: Path, tmp_path: Path) -> None:
 
 
 def test_events_formats(job: Path, tmp_path: Path) -> None:
-    r = run("events", str(job), "--format", "csv")
+    r = run_here("events", str(job), "--format", "csv")
     assert r.returncode == 0, r.stderr
     header = r.stdout.splitlines()[0].split(",")
     for col in ("file", "line", "node", "rank", "local_rank", "attempt", "time", "stream",
                 "pattern_id", "category", "role", "text"):
         assert col in header
-    rows = json.loads(run("events", str(job), "--format", "json").stdout)
+    rows = json.loads(run_here("events", str(job), "--format", "json").stdout)
     assert rows[0]["rank"] == 1
     pq = tmp_path / "e.parquet"
-    assert run("events", str(job), "--format", "parquet", "-o", str(pq)).returncode == 0
+    assert run_here("events", str(job), "--format", "parquet", "-o", str(pq)).returncode == 0
     import polars as pl
 
     assert pl.read_parquet(pq).height == 1
-    br = run("events", str(job), "--by-rank")
+    br = run_here("events", str(job), "--by-rank")
     assert br.returncode == 0 and "python_exception" in br.stdout
 
 
@@ -132,12 +138,12 @@ def test_version_is_fast_to_start() -> None:
 
 
 def test_patterns_subcommands() -> None:
-    assert run("patterns", "test").returncode == 0
-    lst = run("patterns", "list")
+    assert run_here("patterns", "test").returncode == 0
+    lst = run_here("patterns", "list")
     assert "python.traceback.start" in lst.stdout
-    ex = run("patterns", "explain", "[rank3]: Traceback (most recent call last):")
+    ex = run_here("patterns", "explain", "[rank3]: Traceback (most recent call last):")
     assert ex.returncode == 0 and "rank=3" in ex.stdout
-    assert run("patterns", "show", "no.such.id").returncode == 64
+    assert run_here("patterns", "show", "no.such.id").returncode == 64
 
 
 @pytest.mark.parametrize("rows", [0, 1, 7])
@@ -167,8 +173,8 @@ def test_events_table_is_the_full_table_less_context(tmp_path: Path) -> None:
     full = analyze(job, workers=1).events
     assert (full["role"] == "context").any()  # else the check below proves nothing
     pq = tmp_path / "e.parquet"
-    assert run("events", job, "--format", "parquet", "-o", str(pq)).returncode == 0
+    assert run_here("events", job, "--format", "parquet", "-o", str(pq)).returncode == 0
     want = full.filter(pl.col("role") != "context")
     assert pl.read_parquet(pq).equals(want)  # the same rows, and every column of the job's
-    assert run("events", job, "--all", "--format", "parquet", "-o", str(pq)).returncode == 0
+    assert run_here("events", job, "--all", "--format", "parquet", "-o", str(pq)).returncode == 0
     assert pl.read_parquet(pq).equals(full)
