@@ -20,6 +20,7 @@ one ``xdist_group``: every SLURM test (the session's one private cluster), and u
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,3 +97,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = shared_group(item, updating)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (modules, test items, parameters): the cyclic collector,
+    run by the interpreter as objects pile up, then never walks those again. Their garbage is
+    collected first; objects made by the tests themselves are collected as usual."""
+    gc.collect()
+    gc.freeze()
