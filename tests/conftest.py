@@ -70,6 +70,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Without pytest-xdist, its ``xdist_group`` marker is still known (and does nothing)."""
+    if not config.pluginmanager.has_plugin("xdist"):
+        config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker")
+
+
 SHARED_CLUSTER = "slurm"
 """The ``xdist_group`` of the tests that use the session's private SLURM cluster."""
 CHECKOUT_WRITERS = "checkout-writers"

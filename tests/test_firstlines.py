@@ -23,7 +23,7 @@ from analyzer.read.firstlines import FirstLines, lane_key, line_local
 from analyzer.read.match import CACHE_MAX_LINE, LineMatcher
 from tests.helpers import builtin_catalog
 from tests.test_bench_ncclinfo import _module
-from tests.test_reader_needs import JOBS, _read, assert_same_without
+from tests.test_reader_needs import JOB_PARAMS, _read, assert_same_without
 
 PRE = "node001:1234:1240 [0] NCCL INFO "
 LINES = [
@@ -152,7 +152,7 @@ def test_a_nccl_info_job_reads_the_same_events_without_the_batch(
     assert _read(tmp_path, Catalog(list(cat.patterns), cat.sources)) == batched
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("job", JOB_PARAMS)
 def test_every_bundled_and_wild_job_reads_the_same_events_without_the_batch(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

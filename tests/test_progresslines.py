@@ -33,7 +33,7 @@ from analyzer.read.match import LineMatcher
 from analyzer.read.progresslines import BARE, ProgressLines, bulk_local, takes_bulk
 from tests.helpers import builtin_catalog
 from tests.test_bench_quick import _generate_module
-from tests.test_reader_needs import JOBS, _read, assert_same_without, read_both
+from tests.test_reader_needs import JOB_PARAMS, _read, assert_same_without, read_both
 
 ITER = (
     " [2026-08-20 11:50:52.066241] iteration {it}/  500000 | consumed samples: {s} | "
@@ -275,7 +275,7 @@ def test_a_hit_dense_job_reads_the_same_events_without_the_batch(
     assert _read(job, Catalog(list(cat.patterns), cat.sources)) == batched
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("job", JOB_PARAMS)
 def test_every_bundled_and_wild_job_reads_the_same_events_without_the_batch(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,7 +24,7 @@ from analyzer.read.match import LineMatcher
 from analyzer.read.wrap import hard_wrap_width
 from analyzer.util.sanitize import clean_line, decode
 from tests.helpers import SAMPLES, WILD
-from tests.test_reader_needs import JOBS, read_both
+from tests.test_reader_needs import JOB_PARAMS, read_both
 
 _NEVER = regex.compile(r"(?!)")
 
@@ -104,7 +104,7 @@ def test_a_wrapped_nccl_message_is_still_a_wrap() -> None:
     assert hard_wrap_width(("\n".join(out) + "\n").encode()) == 80
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("job", JOB_PARAMS)
 def test_without_the_shortcuts_every_event_is_the_same(
     job: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
