@@ -172,7 +172,7 @@ def diagnose(a: Analysis) -> Diagnosis:
     advisories and what SLURM said of it. ``a`` is never changed and no file is read; the same
     analysis always gives the same diagnosis."""
     fr = a.flightrec
-    off = a.read.disabled  # this job's, from every process that read it; the catalog's own
+    off = a.read.disabled  # switched off while this job was read, in any process (its own)
     disabled = [f"pattern {p.id}: {off[p.id]}" for p in a.catalog.patterns if p.id in off]
     geo = a.attributed.geometry
     d = diagnose_rows(
@@ -339,15 +339,12 @@ def unreadable(a: Analysis, paths: Sequence[str | Path]) -> str | None:
 
 def run_job(
     paths: Sequence[str | Path],
-    options: AnalyzeOptions | Catalog,
+    options: AnalyzeOptions,
     shown: Sequence[str | Path] | None = None,
-    **given: Any,  # TRANSITIONAL (triage/run.py until it passes AnalyzeOptions)
 ) -> JobRun:
     """Analyse one job, the one way every command does it: paths that do not exist are
     problems, not errors (``missing_ok``); ``options.scheduler`` is SLURM's record of a job
     given by id (its batch script is the default ``script``); ``shown`` are the paths named in
     the problem when nothing could be read (default: ``paths``)."""
-    if isinstance(options, Catalog):
-        options = AnalyzeOptions(catalog=options)
-    a = analyze(paths, replace(options, missing_ok=True), **given)
+    a = analyze(paths, replace(options, missing_ok=True))
     return JobRun(a, unreadable(a, shown if shown is not None else paths))

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.triage.find import Job
 from analyzer.triage.pool import (
@@ -24,6 +24,9 @@ from analyzer.triage.pool import (
     usable_cpus,
 )
 from analyzer.triage.table import COLUMNS, empty_row, polars_schema, problem_row, to_frame
+
+if TYPE_CHECKING:
+    from analyzer.catalog.model import Catalog
 
 __all__ = [
     "COLUMNS",
@@ -67,10 +70,10 @@ def _duration(times: list[datetime]) -> float | None:
         return round((max(naive) - min(naive)).total_seconds(), 3)
 
 
-_CATALOG: Any = None
+_CATALOG: Catalog | None = None
 
 
-def _catalog() -> Any:
+def _catalog() -> Catalog:
     """The pattern catalog, loaded once per worker process (loading costs more than most
     jobs take to diagnose)."""
     global _CATALOG
@@ -101,13 +104,14 @@ def diagnose_job(
     """Diagnose one job (in a worker process) and return its row; ``files``: the job's files
     in the directory ``path`` (empty: all of ``path``); ``good_runs``: good runs of the same
     job, whose error lines are never an unknown failure's cause."""
-    from analyzer.api import run_job
+    from analyzer.api import AnalyzeOptions, run_job
     from analyzer.decide.fingerprint import FINGERPRINT_VERSION, fingerprint
 
     job = Job(path, job_id, files)
     inputs = [os.path.join(path, n) for n in files] or [path]
     templates = _good_run_templates(good_runs)
-    run = run_job(inputs, _catalog(), workers=1, good_run_templates=templates)
+    run = run_job(inputs, AnalyzeOptions(catalog=_catalog(), workers=1,
+                                         good_run_templates=templates))
     a, d = run.analysis, run.diagnosis
     v = d.verdict
     row = empty_row(job)
