@@ -1,16 +1,12 @@
 """The event builder: matched lines become raw events; Python tracebacks become one event.
 
 The third of the reader's three parts (see ``file.py``). It walks a block's candidate lines
-in order and keeps the state that crosses block boundaries: the tracebacks still open. A
-traceback (``Traceback (most recent call last):``) is followed line by line, per writer (the
-launcher prefixes of its first line: lines of other writers interleave freely and are read as
-usual), and ends at its exception line, at the first line of its writer that cannot belong to
-a traceback (not indented, not a frame, not an exception line, not "During handling …", not a
-second start before any frame, as two processes sharing one label print), or
-``TRACEBACK_MAX_LINES`` lines after it began. Its event is the best catalog match inside it,
-else the catalog's traceback pattern (tag ``uncatalogued``, ``python.traceback``) with the
-exception type and message and the innermost frame. Repeated events are bounded per writer and
-pattern (``fold.py``).
+in order and keeps the state that crosses block boundaries: the tracebacks still open
+(``tracebacks.py``: which lines belong to one, per writer, and where it ends). A traceback's
+event is the best catalog match inside it, else the catalog's traceback pattern (tag
+``uncatalogued``, ``python.traceback``) with the exception type and message and the innermost
+frame. Repeated events are bounded per writer and pattern (``fold.py``); an event is made
+(``rawevent.py``) only for a line kept.
 """
 
 from __future__ import annotations
@@ -21,30 +17,26 @@ import regex
 
 from analyzer.catalog.model import GENERIC_EXCEPTION_TAG, Pattern, PatternMatch
 from analyzer.lines.prefixes import Prefixed, bare, nccl_own, split_prefixes
-from analyzer.lines.timestamps import Stamp
-from analyzer.read.commranks import nccl_writer
 from analyzer.read.discover import LogFile
 from analyzer.read.firstlines import LaneKey, lane_key
 from analyzer.read.fold import Item, RepeatBound
 from analyzer.read.match import CACHE_MAX_LINE, WINDOW_BYTES, LineMatcher
 from analyzer.read.progresslines import Run
-from analyzer.read.records import RawEvent, message_ref
+from analyzer.read.rawevent import Line, raw_event
+from analyzer.read.records import RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, StreamClock
+from analyzer.read.tracebacks import (
+    FRAME,
+    NO_WRITER,
+    STARTS,
+    TRACEBACK_MAX_LINES,
+    Traceback,
+    Writer,
+    belongs,
+    frame_below,
+    writer,
+)
 from analyzer.read.wrap import continues, unwrap
-
-TRACEBACK_MAX_LINES = 400
-"""A traceback still open this many lines after it began is cut there."""
-TRACEBACK_START = "Traceback (most recent call last):"
-_STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
-"""A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
-``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
-_CHAIN = ("During handling", "The above exception")
-EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
-FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
-Writer = tuple[int | None, int | None, int | None, str | None, int | None]
-_NO_WRITER: Writer = (None, None, None, None, None)
-_Line = tuple[str, Prefixed, int, int, Stamp | None, bool]
-"""(text, prefixes, line number, file offset, stamp, inherited) of a line already read."""
 
 
 def _catch_all(p: Pattern) -> bool:
@@ -71,50 +63,6 @@ def _errorish(pre: Prefixed, msg: str) -> bool:
     )
 
 
-def writer(p: Prefixed) -> Writer:
-    """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
-    pid); the last two from a pdsh or Ray actor prefix."""
-    return (p.task, p.local_rank, p.rank, p.host, p.worker_pid)
-
-
-def _belongs(tb: _Traceback, msg: str) -> tuple[regex.Match[str] | None, bool] | None:
-    """(frame match, is the exception line) of a line of an open traceback's writer; None
-    when the line cannot belong to the traceback."""
-    stripped = msg.strip()
-    fm = FRAME.match(msg)
-    indented = msg[:1].isspace()
-    chain = stripped.startswith(_CHAIN)
-    is_exc = (
-        not indented
-        and not fm
-        and not chain
-        and not stripped.startswith(_STARTS)
-        and EXC_LINE.match(stripped) is not None
-    )
-    # A second start before any frame: two processes that share one label printing the
-    # same traceback line by line (8 ranks under one srun task). Read as one traceback.
-    twin = not tb.frames and not indented and stripped.startswith(_STARTS)
-    if stripped and not (indented or fm or chain or is_exc or twin):
-        return None
-    return fm, is_exc
-
-
-class _Traceback:
-    """A traceback being read: the state that may cross block boundaries."""
-
-    __slots__ = ("anchor", "body", "exc", "first_line", "frame_hit", "frames", "matches")
-
-    def __init__(self, anchor: _Line, message: str) -> None:
-        self.anchor = anchor
-        self.first_line = anchor[2]
-        self.body: list[str] = [message.strip()]
-        self.frames: list[str] = []
-        self.matches: list[tuple[PatternMatch, _Line]] = []
-        self.exc: _Line | None = None
-        self.frame_hit: PatternMatch | None = None
-        """The innermost frame a ``frame``-tagged pattern names."""
-
-
 class EventBuilder:
     """Turn one file's candidate lines into raw events (one builder per file)."""
 
@@ -127,7 +75,7 @@ class EventBuilder:
         """Groups of ``RepeatBound`` of the ``need = "first"`` lines read by ``_lane``, by
         ``firstlines.lane_key`` (pattern and groups): a later line with the same key only adds
         to the count, whether ``_lane`` or ``block`` (keys found a block at a time) meets it."""
-        self.open: dict[Writer, _Traceback] = {}
+        self.open: dict[Writer, Traceback] = {}
         """Open tracebacks by writer, oldest first."""
         self.started = False
         """Whether the file's first line has been looked at (``_head``)."""
@@ -164,7 +112,7 @@ class EventBuilder:
                 i += 1
                 continue
             if rows and (r := rows.get(s)) is not None:
-                g = bound.past_first(_NO_WRITER, r[0])
+                g = bound.past_first(NO_WRITER, r[0])
                 if g is not None and run.add(g, r[0], s, r[1]):
                     i += 1
                     continue
@@ -199,29 +147,15 @@ class EventBuilder:
         raw = data[pos : min(e, pos + WINDOW_BYTES)]
         text, pre = self.matcher.line(raw)
         msg = pre.message
-        if not (msg[:1].isspace() and (FRAME.match(msg) or self._frame_below(blk, e))):
+        if not (msg[:1].isspace() and (FRAME.match(msg) or frame_below(blk, e, self.matcher.line))):
             return 0
         line_no = blk.line_at(pos)
         st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
-        tb = _Traceback((text, pre, line_no, blk.offset + pos, st, inh), msg)
+        tb = Traceback((text, pre, line_no, blk.offset + pos, st, inh), msg)
         tb.body = []
         self.open[writer(pre)] = tb
         self._feed(tb, blk, pos, raw, text, pre, line_no)
         return e + 1
-
-    def _frame_below(self, blk: Block, e: int) -> bool:
-        """Whether the next line with text after offset ``e`` is a traceback frame (the log
-        then begins with the source line of a frame whose ``File`` line was cut off). Empty
-        lines are passed over: an unwrapped block keeps one where each joined piece was."""
-        data = blk.data
-        while e < len(data):
-            nxt = blk.line_end(e + 1)
-            raw = data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)]
-            if raw.strip():
-                _text, pre = self.matcher.line(raw)
-                return FRAME.match(pre.message) is not None
-            e = nxt
-        return False
 
     # -- lines ----------------------------------------------------------------------------
     def _candidate(self, blk: Block, s: int) -> int:
@@ -236,13 +170,8 @@ class EventBuilder:
         raw = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + WINDOW_BYTES]
         text, pre = self.matcher.line(raw)
         msg = pre.message
-        if msg.lstrip().startswith(_STARTS):
-            w = writer(pre)
-            if w in self.open:
-                self._close(self.open[w])
-            st, inh = self.clock.stamp_of(msg, pre.stamp, blk, s)
-            line_no = blk.line_at(s)
-            self.open[w] = _Traceback((text, pre, line_no, blk.offset + s, st, inh), msg)
+        if msg.lstrip().startswith(STARTS):
+            self._open(blk, s, text, pre)
             return e + 1
         got = self.matcher.lookup(msg, raw, text, s)
         if got is None and e < len(data):
@@ -262,6 +191,16 @@ class EventBuilder:
             )
         return e + 1
 
+    def _open(self, blk: Block, s: int, text: str, pre: Prefixed) -> None:
+        """Open a traceback at the line at ``s`` (its writer's open one, if any, closed)."""
+        w = writer(pre)
+        if w in self.open:
+            self._close(self.open[w])
+        msg = pre.message
+        st, inh = self.clock.stamp_of(msg, pre.stamp, blk, s)
+        line_no = blk.line_at(s)
+        self.open[w] = Traceback((text, pre, line_no, blk.offset + s, st, inh), msg)
+
     def _lane(self, p: Pattern, blk: Block, s: int, e: int) -> bool:
         """Read the candidate line ``data[s:e]`` the short way when the whole path would
         read it one known way; False (nothing done) otherwise.
@@ -279,7 +218,7 @@ class EventBuilder:
         if not raw.isascii():
             return False
         text = raw.decode("ascii")
-        if not text.isprintable() or not bare(text) or text.lstrip().startswith(_STARTS):
+        if not text.isprintable() or not bare(text) or text.lstrip().startswith(STARTS):
             return False
         rx = p.regex
         m = rx.match(text) or rx.search(text)  # the leftmost match, as the whole path's search
@@ -295,7 +234,7 @@ class EventBuilder:
         fields = p.fields(m)
         line_no = blk.line_at(s)
         g = self.bound.offer(
-            _NO_WRITER, p, fields, line_no, blk.offset + s, (p, fields, text, None, line_no, blk, s)
+            NO_WRITER, p, fields, line_no, blk.offset + s, (p, fields, text, None, line_no, blk, s)
         )
         if key is not None:
             self.lanes[key] = g
@@ -344,12 +283,12 @@ class EventBuilder:
         return pos
 
     def _feed(
-        self, tb: _Traceback, blk: Block, pos: int, raw: bytes, text: str, pre: Prefixed, ln: int
+        self, tb: Traceback, blk: Block, pos: int, raw: bytes, text: str, pre: Prefixed, ln: int
     ) -> bool:
         """Give a line of its writer to an open traceback; False when it cannot belong (the
         traceback is then closed, and the line is read as any other)."""
         msg = pre.message
-        kind = _belongs(tb, msg)
+        kind = belongs(tb, msg)
         if kind is None:
             self._close(tb)
             return False
@@ -358,7 +297,7 @@ class EventBuilder:
         if fm:
             tb.frames.append(msg.strip())
         pm = self._inner_match(tb, msg, raw, text, pos, fm)
-        line: _Line | None = None
+        line: Line | None = None
         if pm is not None and (pm.pattern.role != "context" or is_exc):
             st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
             line = (text, pre, ln, blk.offset + pos, st, inh)
@@ -373,7 +312,7 @@ class EventBuilder:
 
     def _inner_match(
         self,
-        tb: _Traceback,
+        tb: Traceback,
         msg: str,
         raw: bytes,
         text: str,
@@ -397,16 +336,10 @@ class EventBuilder:
             return None
         return pm
 
-    def _close(self, tb: _Traceback) -> None:
+    def _close(self, tb: Traceback) -> None:
         """The traceback's event: its best catalog match inside, else an uncaught exception."""
         self.open.pop(writer(tb.anchor[1]), None)
-        fields: dict[str, str] = {}
-        if tb.exc is not None:
-            em = EXC_LINE.match(tb.exc[1].message.strip())
-            if em:
-                fields = {k: v for k, v in em.groupdict().items() if v}
-        if tb.frames:
-            fields["frame"] = tb.frames[-1]
+        fields = tb.fields()
         # The best catalog match inside the traceback decides its category; otherwise it is an
         # uncatalogued Python exception (a root cause when nothing else explains the failure).
         # A root anywhere (e.g. a bare `assert` source line) wins; else the exception line's own
@@ -414,11 +347,11 @@ class EventBuilder:
         if tb.matches:
             roots = [m for m in tb.matches if m[0].pattern.role == "root"]
             pm, line = (roots or tb.matches)[-1]
-            ev = self._event(pm, line)
+            ev = raw_event(self.lf, pm, line)
             ev.fields = {**fields, **ev.fields}
         else:
             pm = PatternMatch(self.matcher.catalog.traceback, fields)
-            ev = self._event(pm, tb.exc or tb.anchor)
+            ev = raw_event(self.lf, pm, tb.exc or tb.anchor)
             ev.title = f"Uncaught {fields.get('exc_type', 'exception')}"
             if tb.frame_hit is not None:  # e.g. raised under save_checkpoint: a checkpoint failure
                 fp = tb.frame_hit.pattern
@@ -443,37 +376,4 @@ class EventBuilder:
         st, inh = self.clock.stamp_of(pre.message, pre.stamp, blk, s)
         # The captures may be shared with the matcher's cache: the event gets its own copy.
         pm = PatternMatch(p, dict(fields))
-        return self._event(pm, (text, pre, line_no, blk.offset + s, st, inh))
-
-    def _event(self, pm: PatternMatch, line: _Line) -> RawEvent:
-        text, pre, line_no, offset, stamp, inherited = line
-        lf = self.lf
-        nccl = nccl_writer(pre.message)
-        p = pm.pattern
-        return RawEvent(
-            file=lf.rel,
-            line=line_no,
-            offset=offset,
-            text=text,
-            message_at=message_ref(text, pre.message),
-            pattern_id=p.id,
-            category=p.category,
-            role=p.role,
-            title=p.title,
-            fields=pm.fields,
-            task=pre.task if pre.task is not None else lf.task,
-            local_rank=pre.local_rank if pre.local_rank is not None else lf.local_rank,
-            rank=pre.rank,
-            level=pre.level,
-            stamp=stamp,
-            stamp_inherited=inherited,
-            stream=lf.stream,
-            attempt=lf.attempt,
-            nccl_host=nccl[0] if nccl else None,
-            nccl_pid=nccl[1] if nccl else None,
-            nccl_dev=nccl[2] if nccl else None,
-            prefix_host=pre.host,
-            prefix_pid=pre.worker_pid,
-            cause=p.cause,
-            fix=p.fix,
-        )
+        return raw_event(self.lf, pm, (text, pre, line_no, blk.offset + s, st, inh))

@@ -8,33 +8,22 @@ from typing import Any
 from analyzer.catalog.model import SPECIFIC, Catalog, tier
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.lines.timestamps import Stamp
-from analyzer.read.builder import EXC_LINE
 from analyzer.read.discover import LogFile
 from analyzer.read.records import RawEvent
+from analyzer.read.tracebacks import EXC_LINE
 
 
 def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> RawEvent | None:
     """One event from an error.json, or None when it holds no message."""
-    msg_obj = data.get("message")
-    if isinstance(msg_obj, dict):
-        message = str(msg_obj.get("message", ""))
-        extra = msg_obj.get("extraInfo") or {}
-    else:
-        message, extra = str(msg_obj or ""), {}
+    message, extra = _message(data)
     if not message:
         return None
     first = message.strip().splitlines()[-1] if message.strip() else message
-    stamp = None
-    ts = extra.get("timestamp") if isinstance(extra, dict) else None
-    try:
-        t = datetime.fromtimestamp(int(str(ts)))
-        stamp = Stamp(t.year, t.month, t.day, t.hour, t.minute, t.second)
-    except (TypeError, ValueError, OverflowError, OSError):
-        pass
+    stamp = _stamp(extra.get("timestamp"))
     pm = catalog.match(split_prefixes(first).message)
     m = EXC_LINE.match(first.strip())
     fields = {k: v for k, v in (m.groupdict() if m else {}).items() if v}
-    tb = extra.get("py_callstack") if isinstance(extra, dict) else None
+    tb = extra.get("py_callstack")
     # a specific pattern names the failure; a catch-all or a candidate says less than
     # error.json itself does
     if pm is not None and tier(pm.pattern) == SPECIFIC and pm.pattern.role != "context":
@@ -69,3 +58,21 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
         cause=cause,
         fix=fix,
     )
+
+
+def _message(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the message, its ``extraInfo``: empty unless a dict) of an error.json."""
+    msg_obj = data.get("message")
+    if not isinstance(msg_obj, dict):
+        return str(msg_obj or ""), {}
+    extra = msg_obj.get("extraInfo") or {}
+    return str(msg_obj.get("message", "")), extra if isinstance(extra, dict) else {}
+
+
+def _stamp(ts: object) -> Stamp | None:
+    """The time of an ``extraInfo.timestamp`` (seconds since the epoch), None when it is none."""
+    try:
+        t = datetime.fromtimestamp(int(str(ts)))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+    return Stamp(t.year, t.month, t.day, t.hour, t.minute, t.second)

@@ -24,12 +24,13 @@ import zlib
 from collections.abc import Iterable
 
 from analyzer.catalog.model import Catalog, Pattern
-from analyzer.read.builder import EXC_LINE, TRACEBACK_MAX_LINES, TRACEBACK_START, EventBuilder
+from analyzer.read.builder import EventBuilder
 from analyzer.read.discover import LogFile
 from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
 from analyzer.read.prefilter import Prefilter, StampSieve
 from analyzer.read.records import FileScan, RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock
+from analyzer.read.tracebacks import EXC_LINE, TRACEBACK_MAX_LINES, TRACEBACK_START
 from analyzer.read.wrap import hard_wrap_width, unwrap_block
 
 BLOCK_BYTES = 8 << 20

@@ -1,0 +1,103 @@
+"""A Python traceback as the event builder follows it: its lines, its state, its fields.
+
+A traceback (``Traceback (most recent call last):``) is followed line by line, per writer (the
+launcher prefixes of its first line), and ends at its exception line, at the first line of
+its writer that cannot belong to a traceback (:func:`belongs`), or ``TRACEBACK_MAX_LINES``
+lines after it began. What it was doing is kept in :class:`Traceback` (which may cross block
+boundaries); the builder (``builder.py``) turns it into one event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import regex
+
+from analyzer.catalog.model import PatternMatch
+from analyzer.lines.prefixes import Prefixed
+from analyzer.read.match import WINDOW_BYTES
+from analyzer.read.rawevent import Line
+from analyzer.read.search import Block
+
+TRACEBACK_MAX_LINES = 400
+"""A traceback still open this many lines after it began is cut there."""
+TRACEBACK_START = "Traceback (most recent call last):"
+STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
+"""A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
+``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
+_CHAIN = ("During handling", "The above exception")
+EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
+FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
+Writer = tuple[int | None, int | None, int | None, str | None, int | None]
+NO_WRITER: Writer = (None, None, None, None, None)
+
+
+def writer(p: Prefixed) -> Writer:
+    """Who wrote a line, as far as its prefixes tell: (srun task, local rank, rank, host,
+    pid); the last two from a pdsh or Ray actor prefix."""
+    return (p.task, p.local_rank, p.rank, p.host, p.worker_pid)
+
+
+class Traceback:
+    """A traceback being read: the state that may cross block boundaries."""
+
+    __slots__ = ("anchor", "body", "exc", "first_line", "frame_hit", "frames", "matches")
+
+    def __init__(self, anchor: Line, message: str) -> None:
+        self.anchor = anchor
+        self.first_line = anchor[2]
+        self.body: list[str] = [message.strip()]
+        self.frames: list[str] = []
+        self.matches: list[tuple[PatternMatch, Line]] = []
+        self.exc: Line | None = None
+        self.frame_hit: PatternMatch | None = None
+        """The innermost frame a ``frame``-tagged pattern names."""
+
+    def fields(self) -> dict[str, str]:
+        """What the traceback itself tells: the exception line's type and message, and the
+        innermost frame."""
+        fields: dict[str, str] = {}
+        if self.exc is not None:
+            em = EXC_LINE.match(self.exc[1].message.strip())
+            if em:
+                fields = {k: v for k, v in em.groupdict().items() if v}
+        if self.frames:
+            fields["frame"] = self.frames[-1]
+        return fields
+
+
+def belongs(tb: Traceback, msg: str) -> tuple[regex.Match[str] | None, bool] | None:
+    """(frame match, is the exception line) of a line of an open traceback's writer; None
+    when the line cannot belong to the traceback."""
+    stripped = msg.strip()
+    fm = FRAME.match(msg)
+    indented = msg[:1].isspace()
+    chain = stripped.startswith(_CHAIN)
+    is_exc = (
+        not indented
+        and not fm
+        and not chain
+        and not stripped.startswith(STARTS)
+        and EXC_LINE.match(stripped) is not None
+    )
+    # A second start before any frame: two processes that share one label printing the
+    # same traceback line by line (8 ranks under one srun task). Read as one traceback.
+    twin = not tb.frames and not indented and stripped.startswith(STARTS)
+    if stripped and not (indented or fm or chain or is_exc or twin):
+        return None
+    return fm, is_exc
+
+
+def frame_below(blk: Block, e: int, read: Callable[[bytes], tuple[str, Prefixed]]) -> bool:
+    """Whether the next line with text after offset ``e`` is a traceback frame (the log
+    then begins with the source line of a frame whose ``File`` line was cut off). Empty
+    lines are passed over: an unwrapped block keeps one where each joined piece was.
+    ``read``: (text, prefixes) of a raw line (``LineMatcher.line``)."""
+    data = blk.data
+    while e < len(data):
+        nxt = blk.line_end(e + 1)
+        raw = data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)]
+        if raw.strip():
+            return FRAME.match(read(raw)[1].message) is not None
+        e = nxt
+    return False
