@@ -106,7 +106,7 @@ class FirstLines:
         return bool(self._by_needle)
 
     def keys(
-        self, data: bytes, per_line: dict[int, set[int] | int], max_line: int
+        self, data: bytes, per_line: dict[int, frozenset[int] | int], max_line: int
     ) -> dict[int, LaneKey]:
         """Line start -> lane key, for the lines of ``data`` holding one needle of a pattern
         read here (``per_line``: the needles of each candidate line) and at most ``max_line``

@@ -42,6 +42,9 @@ WINDOW_BYTES = 8192
 """The part of a giant line that is decoded and matched."""
 PASTE_HEAD = 4 << 10
 """How much of a file's first block the cheap test for a pasted prefix looks at."""
+Needles = frozenset[int] | int
+"""The needles the prefilter found on a line: the index alone for one needle (most lines),
+else a set."""
 
 
 class LineMatcher:
@@ -50,13 +53,13 @@ class LineMatcher:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.prefilter = Prefilter(catalog.needles)
-        self._subsets: dict[frozenset[int] | int, list[Pattern]] = {}
+        self._subsets = _Subsets(catalog)
         """Patterns owning a needle set (or the one needle of a line that holds one), in
-        ``match_priority`` then catalog order."""
-        self._line_needles: dict[int, set[int] | int] | None = None
+        ``match_priority`` then catalog order (built on first use)."""
+        self._line_needles: dict[int, Needles] | None = None
         """Needle indexes found on each candidate line of the current block (by line start):
-        the index alone for a line holding one needle (most lines), else a set. None when the
-        prefilter cannot list them (every candidate then asks the catalog)."""
+        the index alone for a line holding one needle (most lines), else a frozenset. None
+        when the prefilter cannot list them (every candidate then asks the catalog)."""
         self._tb_idx = [i for i, p in enumerate(catalog.patterns) if TRACEBACK_TAG in p.tags]
         """The traceback's pattern, which has no needle in the prefilter (never matched line
         by line) but is one of the patterns with a needle in a message."""
@@ -111,7 +114,7 @@ class LineMatcher:
         rfind = data.rfind
         if hits is not None:
             hits.sort()
-            per_line: dict[int, set[int] | int] = {}
+            per_line: dict[int, Needles] = {}
             last_s = -1
             for e, nid in hits:
                 s = rfind(b"\n", 0, e) + 1
@@ -119,9 +122,9 @@ class LineMatcher:
                     got = per_line[s]
                     if type(got) is int:
                         if got != nid:
-                            per_line[s] = {got, nid}
-                    else:
-                        got.add(nid)  # type: ignore[union-attr]
+                            per_line[s] = frozenset((got, nid))
+                    elif nid not in got:  # type: ignore[operator]
+                        per_line[s] = got | {nid}  # type: ignore[operator]
                     continue
                 last_s = s
                 seen.add(s)
@@ -241,8 +244,7 @@ class LineMatcher:
         cache: the caller must copy them before handing them on or changing them."""
         per_line = self._line_needles
         if per_line is None or text.encode("utf-8") != raw_line:
-            pm = self.catalog.match(msg)
-            return None if pm is None else (pm.pattern, pm.fields)
+            return self._ask_catalog(msg)
         found = per_line.get(start)
         if found is None:
             return None
@@ -256,22 +258,19 @@ class LineMatcher:
             if cached is not _MISS:
                 self._match_hits += 1
                 got = cast("tuple[Pattern, dict[str, str]] | None", cached)
-                if got is None:
-                    return None
-                if not got[0].disabled_reason:
+                if got is None or not got[0].disabled_reason:
                     return got
-        sub = self._subsets.get(found if type(found) is int else frozenset(found))  # type: ignore[arg-type]
-        if sub is None:
-            sub = self._subset(found)
+        sub = self._subsets[found]
         # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps
         # (specific over catch-all over candidate, root over symptom over context, then
         # catalog order); the rest need not be searched. A pattern is a
         # candidate when one of its needles is in the message; with no prefix stripped, every
         # needle the prefilter found is, so the check is skipped.
         whole = msg is text
+        holds = msg.__contains__
         got = None
         for p in sub:
-            if not whole and not any(n in msg for n in p.needles):
+            if not whole and not any(map(holds, p.needles)):
                 continue
             m = p.search(msg)
             if m:
@@ -279,12 +278,23 @@ class LineMatcher:
                 break
         if not rest and len(msg) <= CACHE_MAX_LINE:
             if len(self._matches) >= CACHE_LINES:
-                if self._match_hits < CACHE_MIN_HITS:
-                    self._match_rest = CACHE_REST
-                self._match_hits = 0
-                self._matches.clear()
+                self._matches_full()
             self._matches[msg] = got
         return got
+
+    def _ask_catalog(self, msg: str) -> tuple[Pattern, dict[str, str]] | None:
+        """:meth:`lookup`'s slow path: the whole catalog asked, for a line whose needles the
+        prefilter could not list or whose text ``clean_line`` changed."""
+        pm = self.catalog.match(msg)
+        return None if pm is None else (pm.pattern, pm.fields)
+
+    def _matches_full(self) -> None:
+        """Empty the full answer cache; bypass it for ``CACHE_REST`` lines when it was not
+        worth keeping up (``CACHE_MIN_HITS``)."""
+        if self._match_hits < CACHE_MIN_HITS:
+            self._match_rest = CACHE_REST
+        self._match_hits = 0
+        self._matches.clear()
 
     def near_miss(self, msg: str, start: int | None) -> tuple[Pattern, dict[str, str]] | None:
         """The first pattern (in ``match_priority`` order) that ``msg`` is a near miss of
@@ -294,16 +304,13 @@ class LineMatcher:
         found = (
             None if self._line_needles is None or start is None else (self._line_needles.get(start))
         )
-        if found is not None:
-            key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
-            sub = self._subsets.get(key) or self._subset(found)
-        else:
-            sub = self.with_needles(msg)
+        sub = self.with_needles(msg) if found is None else self._subsets[found]
+        holds = msg.__contains__
         near: list[tuple[Pattern, regex.Match[str]]] = []
         for p in sub:
             if p.role not in _NEAR_ROLES or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags:
                 continue
-            if not any(n in msg for n in p.needles):
+            if not any(map(holds, p.needles)):
                 continue
             m = p.near(msg)
             if m is not None:
@@ -337,24 +344,30 @@ class LineMatcher:
             return None if pm is None else (pm.pattern, pm.fields)
         if not hits:
             return None
-        ids = {nid for _e, nid in hits}
-        found: set[int] | int = next(iter(ids)) if len(ids) == 1 else ids
-        key = found if type(found) is int else frozenset(ids)
-        sub = self._subsets.get(key) or self._subset(found)
-        for p in sub:
+        ids = frozenset(nid for _e, nid in hits)
+        for p in self._subsets[next(iter(ids)) if len(ids) == 1 else ids]:
             m = p.search(msg)
             if m:
                 return p, p.fields(m)
         return None
 
-    def _subset(self, found: set[int] | int) -> list[Pattern]:
-        """The patterns owning the needles ``found``, in ``match_priority`` order (cached)."""
-        key = found if type(found) is int else frozenset(found)  # type: ignore[arg-type]
+
+
+class _Subsets(dict[Needles, list[Pattern]]):
+    """The patterns owning each set of needles, in ``match_priority`` order, built the first
+    time a set is asked for."""
+
+    __slots__ = ("catalog",)
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__()
+        self.catalog = catalog
+
+    def __missing__(self, found: Needles) -> list[Pattern]:
         cat = self.catalog
-        needles = (key,) if type(key) is int else key
+        needles = (found,) if type(found) is int else found
         idx = sorted({i for n in needles for i in cat.needle_patterns[n]})  # type: ignore[union-attr]
-        pats = [cat.patterns[i] for i in idx]
-        sub = self._subsets[key] = sorted(pats, key=match_priority)
+        sub = self[found] = sorted((cat.patterns[i] for i in idx), key=match_priority)
         return sub
 
 

@@ -98,7 +98,7 @@ class ProgressLines:
         return bool(self._by_needle)
 
     def rows(
-        self, data: bytes, per_line: dict[int, set[int] | int], max_line: int
+        self, data: bytes, per_line: dict[int, frozenset[int] | int], max_line: int
     ) -> dict[int, tuple[Pattern, Row]]:
         """Line start -> (pattern, captures) of the lines of ``data`` the lane would read for
         a pattern read here (``per_line``: the needles of each candidate line; lines at most
