@@ -138,15 +138,41 @@ def _describe(
     path: Path, rel: str, size: int, compressed: bool, encoding: str | None = None
 ) -> LogFile:
     name = path.name[:-3] if compressed else path.name
-    parts = rel.split("/")
-    stream = None
-    attempt = local_rank = task = None
-    node_hint = None
-    lower = name.lower()
+    attempt, local_rank, node_hint = _torchrun_place(rel.split("/"))
+    m = _TASK_NAME.search(name)
+    task = int(m[1]) if m and attempt is None else None
+    return LogFile(
+        path=path,
+        rel=rel,
+        size=size,
+        compressed=compressed,
+        encoding=encoding,
+        stream=_stream(name.lower()),
+        attempt=attempt,
+        local_rank=local_rank,
+        task=task,
+        node_hint=node_hint,
+        is_error_json=name == "error.json",
+    )
+
+
+def _stream(lower: str) -> str | None:
+    """The stream a file of this (lower-case) name holds; None for both (a slurm-%j.out
+    combined file is stdout+stderr of every task)."""
+    if lower.startswith("slurm-"):
+        return None
     if lower.endswith((".err", ".stderr")) or lower.startswith("stderr"):
-        stream = "stderr"
-    elif lower.endswith((".stdout",)) or lower.startswith("stdout") or lower.endswith(".out"):
-        stream = "stdout" if not lower.startswith("slurm-") else None
+        return "stderr"
+    if lower.endswith((".stdout", ".out")) or lower.startswith("stdout"):
+        return "stdout"
+    return None
+
+
+def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | None]:
+    """(attempt, local rank, node) that torchrun's ``--log-dir`` layout gives a file at the
+    path ``parts``: ``<host>/<run_id>_<rand>/attempt_N/<local_rank>/...``."""
+    attempt = local_rank = None
+    node_hint = None
     for i, part in enumerate(parts[:-1]):
         m = _ATTEMPT_DIR.match(part) if part.startswith("attempt_") else None
         if m:
@@ -156,25 +182,7 @@ def _describe(
             # <host>/<run_id>_<rand>/attempt_N: the directory above the run dir names a node
             if i >= 2:
                 node_hint = parts[i - 2]
-    m = _TASK_NAME.search(name)
-    if m and attempt is None:
-        task = int(m[1])
-    # A slurm-%j.out combined file is stdout+stderr of every task.
-    if lower.startswith("slurm-"):
-        stream = None
-    return LogFile(
-        path=path,
-        rel=rel,
-        size=size,
-        compressed=compressed,
-        encoding=encoding,
-        stream=stream,
-        attempt=attempt,
-        local_rank=local_rank,
-        task=task,
-        node_hint=node_hint,
-        is_error_json=name == "error.json",
-    )
+    return attempt, local_rank, node_hint
 
 
 def _is_log_name(name: str) -> bool:

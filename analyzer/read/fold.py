@@ -219,9 +219,8 @@ class RepeatBound:
             if all(dec):
                 ints: list[int | None] = list(map(int, col))
                 got: list[int] = ints  # type: ignore[assignment]
-            elif any(dec):
-                ints = [int(v) if d else None for v, d in zip(col, dec, strict=True)]
-                got = [v for v in ints if v is not None]
+            elif any(dec):  # rare: a capture that holds a number on some lines only
+                ints, got = _some_ints(col, dec)
             else:
                 continue
             hi, lo = max(got), min(got)
@@ -345,3 +344,10 @@ class RepeatBound:
 
 def _finished(_args: Any) -> Any:
     raise RuntimeError("RepeatBound.events() was already called")
+
+
+def _some_ints(col: list[str], dec: list[bool]) -> tuple[list[int | None], list[int]]:
+    """(each value of ``col`` as an int, None where it is no number; the numbers alone), for
+    a column whose values are numbers on some lines only (``dec``)."""
+    ints = [int(v) if d else None for v, d in zip(col, dec, strict=True)]
+    return ints, [v for v in ints if v is not None]

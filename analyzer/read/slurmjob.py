@@ -113,25 +113,37 @@ def lookup(job_id: str) -> SlurmJob:
             f"{job_id} is not a path and scontrol is not installed here, so it cannot be looked "
             "up as a SLURM job id; give the job's log directory instead"
         )
+    info, source = _job_info(scontrol, job_id)
+    job = SlurmJob(job_id, info, _output_files(info, job_id), source=source)
+    if source == "scontrol":
+        _fetch_script(scontrol, job)
+    return job
+
+
+def _job_info(scontrol: str, job_id: str) -> tuple[dict[str, str], str]:
+    """(the job's fields, where they came from): scontrol's, else sacct's for a job scontrol
+    no longer knows."""
     p = _run([scontrol, "-o", "show", "job", job_id])
-    source = "scontrol"
-    if p.returncode != 0:
-        err = (p.stderr or p.stdout).strip().splitlines()
-        msg = _without_prefix(err[-1]) if err else f"exit {p.returncode}"
-        if "Invalid job id" not in msg:
-            raise SlurmJobError(
-                f"cannot look up job {job_id}: scontrol: {msg}; is SLURM reachable from here? "
-                "Otherwise give the job's log directory"
-            )
-        info = _sacct(job_id)
-        if info is None:
-            raise SlurmJobError(
-                f"job {job_id} is unknown to SLURM (scontrol: {msg}; no accounting record): it "
-                "ended too long ago or never existed; give the job's log directory instead"
-            )
-        source = "sacct"
-    else:
-        info = _parse_scontrol(p.stdout)
+    if p.returncode == 0:
+        return _parse_scontrol(p.stdout), "scontrol"
+    err = (p.stderr or p.stdout).strip().splitlines()
+    msg = _without_prefix(err[-1]) if err else f"exit {p.returncode}"
+    if "Invalid job id" not in msg:
+        raise SlurmJobError(
+            f"cannot look up job {job_id}: scontrol: {msg}; is SLURM reachable from here? "
+            "Otherwise give the job's log directory"
+        )
+    info = _sacct(job_id)
+    if info is None:
+        raise SlurmJobError(
+            f"job {job_id} is unknown to SLURM (scontrol: {msg}; no accounting record): it "
+            "ended too long ago or never existed; give the job's log directory instead"
+        )
+    return info, "sacct"
+
+
+def _output_files(info: dict[str, str], job_id: str) -> list[Path]:
+    """The job's StdOut and StdErr files that are readable from here (at least one)."""
     logs: list[Path] = []
     for key in ("StdOut", "StdErr"):
         value = info.get(key) or ""
@@ -145,14 +157,18 @@ def lookup(job_id: str) -> SlurmJob:
             f"job {job_id}: its output files ({named}) are not readable from here; give the "
             "job's log directory instead"
         )
-    job = SlurmJob(job_id, info, logs, source=source)
-    if source == "scontrol":
-        q = _run([scontrol, "write", "batch_script", job_id, "-"])
-        if q.returncode == 0 and "#!" in q.stdout[:200]:
-            d = Path(tempfile.mkdtemp(prefix="mcore-diagnose-script-"))
-            job.script = d / f"slurm-{job_id}.sh"
-            job.script.write_text(q.stdout, encoding="utf-8")
-        else:
-            job.notes.append(f"scontrol write batch_script {job_id}: no script (not a batch "
-                             "job, or not allowed)")
-    return job
+    return logs
+
+
+def _fetch_script(scontrol: str, job: SlurmJob) -> None:
+    """Save the job's batch script to a new temporary directory (``job.script``), or say in
+    ``job.notes`` why there is none."""
+    job_id = job.job_id
+    q = _run([scontrol, "write", "batch_script", job_id, "-"])
+    if q.returncode == 0 and "#!" in q.stdout[:200]:
+        d = Path(tempfile.mkdtemp(prefix="mcore-diagnose-script-"))
+        job.script = d / f"slurm-{job_id}.sh"
+        job.script.write_text(q.stdout, encoding="utf-8")
+    else:
+        job.notes.append(f"scontrol write batch_script {job_id}: no script (not a batch "
+                         "job, or not allowed)")
