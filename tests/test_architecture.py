@@ -70,6 +70,39 @@ def _decide_modules() -> list[Path]:
     return [p for p in sorted(DECIDE.glob("*.py")) if p.name not in DECIDE_NOT_YET]
 
 
+READ = ROOT / "analyzer" / "read"
+"""The reader is held to the reasoning's limits too (issue 39): its hot functions keep their
+common path inline and move only the rare branches (slow paths, errors, first-time setup) out,
+and its modules are split by job (the traceback state machine, the event's construction)."""
+
+
+def _read_modules() -> list[Path]:
+    return sorted(READ.glob("*.py"))
+
+
+def test_read_functions_are_simpler_still() -> None:
+    """In the reader (analyzer/read/) every function's cyclomatic complexity is at most 15,
+    as in analyzer/decide/."""
+    cc = pytest.importorskip("radon.complexity")
+    too = [
+        f"{p.relative_to(ROOT)}:{b.lineno} {b.name} {b.complexity}"
+        for p in _read_modules()
+        for b in cc.cc_visit(p.read_text(encoding="utf-8"))
+        if b.complexity > DECIDE_MAX_COMPLEXITY
+    ]
+    assert not too, "split these into small functions:\n" + "\n".join(too)
+
+
+def test_read_modules_are_sized_to_their_job() -> None:
+    """In the reader every module is at most 400 lines, as in analyzer/decide/."""
+    long = [
+        f"{p.relative_to(ROOT)}: {n} lines"
+        for p in _read_modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > DECIDE_MAX_MODULE_LINES
+    ]
+    assert not long, "split these by job:\n" + "\n".join(long)
+
+
 def test_decide_functions_are_simpler_still() -> None:
     """In the reasoning (analyzer/decide/) every function's cyclomatic complexity is at most
     15: a rule that grows past it is split into named steps or into rules of its own."""
