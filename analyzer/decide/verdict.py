@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from analyzer.decide.certainty import certainty
 from analyzer.decide.ids import Certainty
 from analyzer.util.timefmt import iso
 
@@ -94,6 +93,9 @@ class Verdict:
         failure in time names it), ``likely`` (taken from another line, the hang analysis, or
         the only rank whose failure the logs show), ``assumed`` (a local rank taken as global
         on one node); None when no rank is named."""
+        # Imported here: ``--version`` loads this module and must not pay for the rank rules.
+        from analyzer.decide.certainty import certainty
+
         c = certainty(self.rank, self.rank_rule, self.rank_assumed, self.rank_facts)
         return None if c == Certainty.UNKNOWN else c
 
