@@ -12,10 +12,10 @@ Under CI, property tests draw the same examples on every run (a run that passes 
 locally they explore anew each time and keep what fails.
 
 The suite runs on every core (pytest-xdist: ``--numprocesses=auto --dist=loadgroup`` in
-``pyproject.toml``). Tests that share something outside their process run in one worker, in
-one ``xdist_group``: every SLURM test (the session's one private cluster), and under
-``UPDATE_SNAPSHOTS=1`` every test that may rewrite a file of the checkout. ``-n 0`` or
-``-p no:xdist`` runs one process.
+``pyproject.toml``). Tests that share something outside their process run in one worker
+(``shared_scope``): every test under ``tests/e2e/`` (the session's one private SLURM cluster),
+and under ``UPDATE_SNAPSHOTS=1`` every test that may rewrite a file of the checkout. ``-n 0``
+or ``-p no:xdist`` runs one process.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import gc
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -70,39 +71,49 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not loaded")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Without pytest-xdist, its ``xdist_group`` marker is still known (and does nothing)."""
-    if not config.pluginmanager.has_plugin("xdist"):
-        config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker")
-
-
 SHARED_CLUSTER = "slurm"
-"""The ``xdist_group`` of the tests that use the session's private SLURM cluster."""
+"""The scope of the tests under ``tests/e2e/``: they share the session's private SLURM cluster
+(its fixtures live in ``tests/e2e/conftest.py``), so they run in one worker and one starts."""
 CHECKOUT_WRITERS = "checkout-writers"
-"""The ``xdist_group`` of the tests that rewrite files of the checkout under
-``UPDATE_SNAPSHOTS=1`` (several of them may edit the same file)."""
-_WRITER_MODULES = ("test_report_docs.py", "test_reports.py")
+"""The scope of the tests that rewrite files of the checkout under ``UPDATE_SNAPSHOTS=1``
+(several of them may edit the same file)."""
+_WRITER_MODULES = ("tests/test_report_docs.py", "tests/test_reports.py")
+_SHIPPED_READERS = (
+    "tests/test_firstlines.py",
+    "tests/test_progresslines.py",
+    "tests/test_reader_fastpaths.py",
+)
+"""Files whose tests of one job share that job's read as shipped (``test_reader_needs``)."""
 
 
-def shared_group(item: pytest.Item, updating: bool) -> str | None:
-    """The ``xdist_group`` a test must run in, or None when any worker may run it."""
-    fixtures = getattr(item, "fixturenames", ())
-    if item.get_closest_marker("slurm") or "slurm_cluster" in fixtures:
+def shared_scope(nodeid: str, updating: bool) -> str | None:
+    """The scope a test must share with others (one worker runs a scope), or None when any
+    worker may run it. Decided from the test id alone: xdist's scheduler sees nothing else."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/e2e/"):
         return SHARED_CLUSTER
-    if updating and item.path.name in _WRITER_MODULES:
+    if updating and path in _WRITER_MODULES:
         return CHECKOUT_WRITERS
+    if path in _SHIPPED_READERS and nodeid.endswith("]"):
+        return "read:" + nodeid[nodeid.index("[") :]  # one job's tests in one worker
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each test that shares state outside its process into its ``xdist_group``."""
-    if not config.pluginmanager.has_plugin("xdist"):
-        return
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist=loadgroup`` with the scopes of ``shared_scope`` (pytest-xdist 3.8 cannot group
+    by marker under pytest 9: the group it writes into a test's id is lost, every worker
+    would start a SLURM cluster); ``xdist_group`` markers still count where they work."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
     updating = os.environ.get("UPDATE_SNAPSHOTS") == "1"
-    for item in items:
-        group = shared_group(item, updating)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+
+    class SharedStateScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_scope(nodeid, updating) or super()._split_scope(nodeid)
+
+    return SharedStateScheduling(config, log)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

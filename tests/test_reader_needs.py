@@ -23,12 +23,9 @@ from analyzer.read.records import RawEvent
 from tests.helpers import SAMPLES, WILD, builtin_catalog
 
 JOBS = [*SAMPLES, *sorted(p for p in WILD.iterdir() if p.is_dir())]
-JOB_PARAMS = [
-    pytest.param(j, id=j.name, marks=pytest.mark.xdist_group(f"read:{j.parent.name}/{j.name}"))
-    for j in JOBS
-]
-"""``JOBS`` for ``parametrize``, each job's tests in one test process, where ``read_both``
-reads it as shipped once."""
+JOB_PARAMS = [pytest.param(j, id=j.name) for j in JOBS]
+"""``JOBS`` for ``parametrize`` (ids: the job's name); ``read_both`` reads each as shipped once
+per test process, and ``tests/conftest.py`` runs one job's tests in one worker."""
 
 
 def _plain(catalog: Catalog) -> Catalog:
