@@ -23,8 +23,8 @@ from analyzer.read.job import ReadResult, read_job
 from analyzer.read.slurmjob import SlurmJob
 from analyzer.read.unreadable import why_unreadable
 from analyzer.shape.attribute import Attributed, attribute
+from analyzer.shape.events import build_events, to_frame
 from analyzer.shape.facts import JobFacts, collect_facts
-from analyzer.shape.table import build_events, to_frame
 from analyzer.util.gcpause import without_gc
 
 if TYPE_CHECKING:

@@ -62,8 +62,8 @@ def run(job: Path) -> dict[str, float]:
     from analyzer.read.job import read_job
     from analyzer.report.outputs import json_line
     from analyzer.shape.attribute import attribute
+    from analyzer.shape.events import build_events
     from analyzer.shape.facts import collect_facts
-    from analyzer.shape.table import build_events
     from analyzer.util.gcpause import paused_gc
 
     lap("imports")

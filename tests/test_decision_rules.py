@@ -16,7 +16,7 @@ import pytest
 from analyzer.decide import rules
 from analyzer.decide.certainty import certainty
 from analyzer.decide.hangs import HangFinding
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_decision import OUTCOMES, RANK_RULES, decide_rank
 from analyzer.decide.rank_model import RankDecision
 from analyzer.decide.reason import decide

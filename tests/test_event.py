@@ -10,7 +10,7 @@ from analyzer.api import analyze
 from analyzer.catalog.model import Catalog
 from analyzer.model.event import STRUCTURAL, Event, from_flat
 from analyzer.shape.attribute import Roles
-from analyzer.shape.table import BASE_COLUMNS
+from analyzer.shape.events import BASE_COLUMNS
 from tests.helpers import REAL
 
 

@@ -161,9 +161,9 @@ def test_a_verdict_without_a_rank_reads_as_a_sentence() -> None:
 
 
 def test_an_unknown_size_is_left_out_not_shown_as_a_question_mark() -> None:
-    from analyzer.decide.render import _unknowns
+    from analyzer.decide.assemble import _unknowns
 
-    # the catalog's cause with no captured size (rendered by catalog.model.render as "?")
+    # the catalog's cause with no captured size (rendered by catalog.model.fill_template as "?")
     said = _unknowns("World size ? is not a multiple of the model-parallel size ? (TP x PP x CP).")
     assert "?" not in said.replace("(TP x PP x CP).", "")
     assert said.startswith("World size is not a multiple of the model-parallel size (TP")
@@ -268,13 +268,13 @@ def test_lint_findings_fit_80_columns_with_a_hanging_indent() -> None:
 
 
 def test_lint_listing_uses_the_width_it_is_given() -> None:
-    from analyzer.lint.report import render
+    from analyzer.lint.report import render_findings
     from analyzer.lint.rules import Finding
 
     # synthetic finding: the mechanism of wrapping, not a real rule's words
     f = Finding(rule="r", severity="note", line=1, message="word " * 40, fix="fix " * 30,
                 reason="why " * 30)
-    text = render([("s.sbatch", [f])], {"s.sbatch": ["srun " + "x" * 150]}, color=False,
+    text = render_findings([("s.sbatch", [f])], {"s.sbatch": ["srun " + "x" * 150]}, color=False,
                   width=60)
     assert max(map(len, text.splitlines())) <= 60
 
@@ -291,7 +291,7 @@ def test_patterns_show_fits_80_columns() -> None:
 
 
 def test_verbose_skipped_lines_fit_the_terminal() -> None:
-    from analyzer.report.table import hanging
+    from analyzer.report.texttable import hanging
 
     # synthetic path and reason: the wrapping of one "skipped" line
     line = hanging("skipped ", "torchrun-logs/" + "deep/" * 20 + "x.md: not a log file name", 80)

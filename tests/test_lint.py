@@ -16,7 +16,7 @@ import pytest
 
 from analyzer.lint import lint_text
 from analyzer.lint.config import ConfigError, LintConfig, load_config
-from analyzer.lint.job import read_job
+from analyzer.lint.launchplan import read_job
 from analyzer.lint.rules import RULE_IDS, Finding
 from analyzer.lint.script import parse_script
 from tests.helpers import ROOT

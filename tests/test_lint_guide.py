@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.lint import lint_text
-from analyzer.lint.job import read_job
+from analyzer.lint.launchplan import read_job
 from analyzer.lint.rules import Finding
 from analyzer.lint.script import parse_script
 from tests.helpers import ROOT

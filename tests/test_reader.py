@@ -352,7 +352,7 @@ def test_repeated_lines_are_counted_exactly_in_table_by_rank_and_symptoms(
     assert len(rows) < n and sum(r.repeats for r in rows) == n
     by = a.events.filter(a.events["rank"] == 5)
     assert by["repeats"].sum() == n
-    from analyzer.shape.table import by_rank
+    from analyzer.shape.events import by_rank
 
     r5 = by_rank(a.events).filter(by_rank(a.events)["rank"] == 5)
     assert r5["events"][0] == n

@@ -15,7 +15,7 @@ import pytest
 
 from analyzer.api import Analysis, analyze
 from analyzer.report import render
-from analyzer.report.table import table_text
+from analyzer.report.texttable import table_text
 from tests.helpers import SAMPLES
 
 WIDTH = 80

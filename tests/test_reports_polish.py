@@ -57,7 +57,7 @@ def test_also_considered_never_repeats_the_verdict(analyses: list) -> None:
 
 
 def test_render_leaves_out_clauses_of_unknown_fields() -> None:
-    from analyzer.catalog.model import render as fill
+    from analyzer.catalog.model import fill_template as fill
 
     assert fill("heads ({heads}) or groups ({value}) over TP={tp}.", {"heads": 6, "tp": 4}) == (
         "heads (6) or groups over TP=4.")

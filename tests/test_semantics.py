@@ -13,8 +13,8 @@ from analyzer.catalog.model import CatalogError, convert
 from analyzer.catalog.vocabulary import CATEGORIES, CATEGORY_TABLE, STRUCTURAL_NAMES
 from analyzer.decide.fixes import compose, merge_fix, tailor_fix
 from analyzer.model.event import from_flat
+from analyzer.shape.events import BASE_COLUMNS
 from analyzer.shape.facts import JobFacts
-from analyzer.shape.table import BASE_COLUMNS
 from tests.helpers import write_job
 
 _GOOD = """
@@ -361,7 +361,7 @@ def test_the_reasoning_writes_no_sentences() -> None:
     decide/wording.py."""
     import re
 
-    for mod in ("reason", "rules", "rank_decision", "render", "summary", "promote", "hangs",
+    for mod in ("reason", "rules", "rank_decision", "assemble", "summary", "promote", "hangs",
                 "unknown"):
         src = Path(f"analyzer/decide/{mod}.py").read_text(encoding="utf-8")
         assert not re.search(r"rank_note\s*=", src), mod

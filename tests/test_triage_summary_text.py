@@ -13,7 +13,7 @@ from analyzer.decide.fingerprint import FINGERPRINT_VERSION
 from analyzer.triage.find import Job
 from analyzer.triage.model import job_labels
 from analyzer.triage.run import diagnose_job, to_frame
-from analyzer.triage.summary import render, render_markdown, summarize
+from analyzer.triage.summary import render_markdown, render_summary, summarize
 from analyzer.triage.text_report import NARROW_BELOW, render_terminal
 from tests.helpers import REAL, ROOT
 
@@ -51,7 +51,7 @@ def test_the_examples_of_one_cause_can_be_told_apart(rows: list[dict]) -> None:
     (cause,) = s.causes.iter_rows(named=True)
     assert cause["examples"] == ["11 (run-a)", "11 (run-b)", "11 (run-c)"]
     for text in (render_terminal(s, width=160), render_terminal(s, width=80),
-                 render_markdown(s), render(s, "html")):
+                 render_markdown(s), render_summary(s, "html")):
         assert "11 (run-a)" in text and "11, 11, 11" not in text
 
 
@@ -93,7 +93,7 @@ def test_the_docs_describe_the_fingerprint_that_is_printed(rows: list[dict]) -> 
 
 def test_the_markdown_and_html_list_the_job_without_log_content(rows: list[dict]) -> None:
     s = summarize(to_frame(rows))
-    for text in (render_markdown(s), render(s, "html")):
+    for text in (render_markdown(s), render_summary(s, "html")):
         assert "slurm-12.out: empty file" in text and "check the log path" in text
 
 

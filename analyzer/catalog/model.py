@@ -240,7 +240,7 @@ class _Blank(dict[str, Any]):
         return "?"
 
 
-def render(template: str, values: Mapping[str, Any]) -> str:
+def fill_template(template: str, values: Mapping[str, Any]) -> str:
     """Fill ``{field}`` placeholders. A clause that only holds an unknown field is left out
     (``query groups ({value})``, ``, HCA {hca}``, ``on {node}``); an unknown node, host, GPU,
     HCA, port or path reads "the node" etc.; other unknown fields render as ``?`` (the

@@ -254,7 +254,7 @@ def _run_one(
 def _warn(a: Analysis, d: Diagnosis, prefix: str, skipped: bool) -> None:
     """The job's problems (and, with ``skipped``, the files skipped) on standard error."""
     if skipped:
-        from analyzer.report.table import hanging
+        from analyzer.report.texttable import hanging
 
         width = shutil.get_terminal_size().columns if sys.stderr.isatty() else None
         for rel, why in a.discovery.skipped:  # wrapped to the terminal, indented under the path

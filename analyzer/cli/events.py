@@ -109,7 +109,7 @@ def _table(
 
     from analyzer.api import AnalyzeOptions
     from analyzer.report.outputs import job_label
-    from analyzer.shape.table import to_frame
+    from analyzer.shape.events import to_frame
 
     options = AnalyzeOptions(catalog=_catalog(patterns), workers=workers)
     frames = []
@@ -156,7 +156,7 @@ def _write_table(df: Any, fmt: str, output: Path | None, by_rank: bool) -> None:
     if fmt == "json":
         _stream(lambda sink: _json_rows(df, sink), output)
         return
-    from analyzer.report.table import table_text
+    from analyzer.report.texttable import table_text
 
     _write(table_text(df, by_rank=by_rank, width=_width(output)), output)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def patterns_list(patterns: PatternsOpt = None) -> None:
     """List every pattern: id, category, role, title."""
     from analyzer.cli.app import terminal_width
-    from analyzer.report.table import cut
+    from analyzer.report.texttable import cut
 
     cat = _catalog(patterns)
     width = terminal_width()
@@ -75,7 +75,7 @@ def patterns_show(
         )
         return
     from analyzer.cli.app import terminal_width
-    from analyzer.report.table import hanging
+    from analyzer.report.texttable import hanging
 
     width = terminal_width()
     fields = (

@@ -103,7 +103,7 @@ def recipes_cmd(
         if output is not None:
             _fail("-o needs the NAME of a recipe (mcore-diagnose recipes lists them)")
         from analyzer.report import terminal_width
-        from analyzer.report.table import hanging
+        from analyzer.report.texttable import hanging
 
         width = max(len(n) for n in files)
         # a terminal: wrapped under the summary; a pipe: one line each

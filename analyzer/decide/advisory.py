@@ -46,7 +46,7 @@ class LintedScript:
     findings: tuple[Finding, ...] = ()
     lines: tuple[str, ...] = ()
     job: Any = None
-    """The script's launch structure (``analyzer.lint.job.Job``), None without a script."""
+    """The script's launch structure (``analyzer.lint.launchplan.Job``), None without a script."""
 
     def evidence(self, f: Finding) -> str:
         """``script:line: the script's line`` for a finding of the script."""
@@ -65,7 +65,7 @@ class LintedScript:
 
 def lint_script(script: BatchScript | None, gpu_name: str | None) -> LintedScript:
     """Lint and parse the script that was read (no file is read here)."""
-    from analyzer.lint.job import read_job
+    from analyzer.lint.launchplan import read_job
     from analyzer.lint.script import parse_script
 
     if script is None:

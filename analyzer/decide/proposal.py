@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from analyzer.decide.hangs import HangFinding
 from analyzer.decide.ids import VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.model.event import Event
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer.decide import rank_hang, rank_launcher, rank_lines, rank_same
 from analyzer.decide.ids import RankId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_model import Outcome, RankDecision, RankRule
 from analyzer.decide.rules import Proposal
 

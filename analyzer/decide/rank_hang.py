@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyzer.decide.ids import HangId, RankId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_model import HANGS, Outcome, RankDecision, RankRule, one
 from analyzer.decide.rank_rules import bar_went_on, reporting_ranks
 from analyzer.decide.rules import Proposal

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide.ids import Certainty, RankId, VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
 from analyzer.decide.predicates import dead_not_stopped
 from analyzer.decide.rank_model import (

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from analyzer.catalog.vocabulary import info
 from analyzer.decide.ids import RankId, VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_model import (
     NEAR_LINES,
     ROOTS,

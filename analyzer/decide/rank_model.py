@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from analyzer.decide.ids import Certainty, RankId, VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.model.event import Event
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from analyzer.catalog.vocabulary import info
 from analyzer.decide.ids import Certainty, RankId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import clearly_first, signature
 from analyzer.decide.predicates import dead_on_their_own, exit_record, launcher_singled_out
 from analyzer.decide.rank_model import (

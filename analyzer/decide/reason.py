@@ -3,7 +3,7 @@
 For each torchrun attempt and for the whole job, the first verdict rule that applies proposes
 the event that explains the failure (``analyzer.decide.rules``), the rank rules decide which
 rank it names and how sure (``analyzer.decide.rank_decision``), and the verdict is built once
-from the two (``analyzer.decide.render``). The job's verdict is then the first attempt's when
+from the two (``analyzer.decide.assemble``). The job's verdict is then the first attempt's when
 attempts disagree, or a line no pattern knows when the verdict is only a cascade
 (``analyzer.decide.unknown``). docs/decisions.md explains every rule.
 """
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
+from analyzer.decide.assemble import build_verdict
 from analyzer.decide.flightrec import CulpritEvent, culprit_event
 from analyzer.decide.ids import VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.notes import finish
 from analyzer.decide.promote import survived_notes
 from analyzer.decide.rank_decision import decide_rank
-from analyzer.decide.render import build_verdict
 from analyzer.decide.rules import Proposal, propose
 from analyzer.decide.summary import phase, rank_table, summarise
 from analyzer.decide.unknown import infer, split_candidates

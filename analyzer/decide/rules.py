@@ -20,7 +20,7 @@ from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide import verdict_texts
 from analyzer.decide.hangs import find_culprit
 from analyzer.decide.ids import VerdictId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
 from analyzer.decide.predicates import exit_code, exit_code_stopped, went_on
 from analyzer.decide.proposal import Proposal, VerdictRule

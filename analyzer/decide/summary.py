@@ -103,7 +103,7 @@ def phase(v: Verdict, facts: JobFacts) -> str | None:
 
 def logged_order(r: Event) -> tuple[datetime, bool, str, int]:
     """A rank's events in the order ``events --by-rank`` reads them for its first event
-    (``shape.table.by_rank``): time (undated last), a root event before a symptom of the same
+    (``shape.events.by_rank``): time (undated last), a root event before a symptom of the same
     time, then file and line; so the grid, the timeline and JSON's ``ranks`` agree with it."""
     return (r.time or datetime.max, r.role != Role.ROOT, r.file, r.line)
 

@@ -1,7 +1,7 @@
 """Title, cause and fix of the verdicts whose words are their rule's own, not their pattern's.
 
 Each verdict rule that words itself names one of these in its ``VerdictRule.texts``
-(``analyzer.decide.rules``); ``analyzer.decide.render`` calls it. The sentences come from
+(``analyzer.decide.rules``); ``analyzer.decide.assemble`` calls it. The sentences come from
 ``analyzer.decide.wording``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analyzer.decide import wording
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 
 if TYPE_CHECKING:
     from analyzer.decide.proposal import Proposal

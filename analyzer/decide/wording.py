@@ -7,7 +7,7 @@ write the sentences of causes, fixes and the builders some rules name; each rule
 words (its summary, a rank note's template, a hang reason's template) are declared with the
 rule (``analyzer.decide.rules``, ``analyzer.decide.rank_decision``, ``analyzer.decide.hangs``),
 and ``analyzer.decide.notes.finish`` renders a verdict's rank note. Pattern text (a catalog
-``cause``/``fix`` filled with captures) is rendered by ``analyzer.catalog.model.render``;
+``cause``/``fix`` filled with captures) is rendered by ``analyzer.catalog.model.fill_template``;
 fixes tailored to the job by ``analyzer.decide.fixes``.
 """
 

@@ -27,7 +27,7 @@ from analyzer.flightrec.groups import (
 )
 from analyzer.flightrec.load import DumpSet, load_dumps
 from analyzer.flightrec.rules import Suspect, group_findings, short_ranks
-from analyzer.flightrec.table import RankState, rank_table
+from analyzer.flightrec.sequences import RankState, rank_table
 
 __all__ = [
     "KIND_CONFIDENCE",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzer.lint.config import ConfigError, LintConfig, load_config
-from analyzer.lint.job import read_job
+from analyzer.lint.launchplan import read_job
 from analyzer.lint.rules import RULES, Finding
 from analyzer.lint.script import parse_script
 

@@ -134,7 +134,7 @@ def lint_cmd(
       mcore-diagnose lint jobs/*.sbatch -f json
     """
     from analyzer.lint import ConfigError, lint_text, load_config
-    from analyzer.lint.report import render, to_json
+    from analyzer.lint.report import render_findings, to_json
 
     output = _one_output(outputs, scripts)
 
@@ -166,7 +166,7 @@ def lint_cmd(
         text = to_json(results)
     else:
         colored = fmt == LintFormat.terminal and use_color(color, sys.stdout)
-        text = render(results, lines, color=colored, reasons=not no_reasons)
+        text = render_findings(results, lines, color=colored, reasons=not no_reasons)
     if output is None:
         sys.stdout.write(text)
     else:

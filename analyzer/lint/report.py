@@ -40,7 +40,7 @@ def _summary(results: Sequence[tuple[str, list[Finding]]]) -> str:
     return head + ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in counts.items() if v)
 
 
-def render(
+def render_findings(
     results: Sequence[tuple[str, list[Finding]]],
     lines: dict[str, list[str]],
     *,

@@ -1,9 +1,9 @@
 """One row of the event table as a typed, immutable record.
 
 The reader hands on ``RawEvent`` (what one line said); attribution adds where and when
-(``Attribution``); ``shape.table.build_events`` joins the two into an :class:`Event`, which every
+(``Attribution``); ``shape.events.build_events`` joins the two into an :class:`Event`, which every
 later stage reads: the facts, the reasoning, the fixes, the reports and triage. The polars
-table (``shape.table.to_frame``) is built from these records at the edge.
+table (``shape.events.to_frame``) is built from these records at the edge.
 
 Structural attributes are typed fields. What the pattern captured stays apart in
 ``captures`` (strings, as matched; the catalog declares their types for the table), so a
@@ -169,7 +169,7 @@ _PUT = tuple(getattr(Event, f.name).__set__ for f in fields(Event))
 def new_event(*values: Any) -> Event:
     """``Event(*values)``, every field given in order, without the frozen ``__init__``'s
     ``object.__setattr__`` call per field: the records of a large job are made at about half
-    the cost (``shape.table.build_events``)."""
+    the cost (``shape.events.build_events``)."""
     if len(values) != len(_PUT):
         raise TypeError(f"new_event takes {len(_PUT)} values, got {len(values)}")
     ev = object.__new__(Event)

@@ -16,7 +16,7 @@ class RawEvent:
     """One matched line (or assembled traceback), before job-level attribution.
 
     Its instances take the allocator's size class of an :class:`analyzer.model.event.Event` (a
-    test checks it): ``shape.table.build_events`` frees each raw event as its record is made, so
+    test checks it): ``shape.events.build_events`` frees each raw event as its record is made, so
     the record reuses the raw event's memory. Adding or removing a field here or there may
     break that; the test says.
     """

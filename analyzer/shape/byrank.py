@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analyzer.shape.table import by_rank
+from analyzer.shape.events import by_rank
 
 if TYPE_CHECKING:
     import polars as pl
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def world_by_rank(events: pl.DataFrame, geo: Geometry | None) -> pl.DataFrame:
-    """``shape.table.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
+    """``shape.events.by_rank`` with one row for every rank of the world (``0 .. world_size-1``) and
     for every other rank an event names, and no row for events without a rank.
 
     A rank without events has ``events`` and every count 0, null first event, and its node and

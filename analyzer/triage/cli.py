@@ -113,7 +113,7 @@ def _finish(
 ) -> None:
     from analyzer.triage.summary import (
         mark_new,
-        render,
+        render_summary,
         render_terminal,
         summarize,
         summary_format,
@@ -132,7 +132,7 @@ def _finish(
     for p in summaries:
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(render(s, summary_format(p)), encoding="utf-8")
+            p.write_text(render_summary(s, summary_format(p)), encoding="utf-8")
         except OSError as exc:
             _usage(f"cannot write {p}: {exc.strerror or exc}")
     if not quiet:

@@ -49,9 +49,9 @@ __all__ = [
     "read_meta",
     "read_table",
     "read_table_empty",
-    "render",
     "render_html",
     "render_markdown",
+    "render_summary",
     "render_terminal",
     "summarize",
     "summary_format",
@@ -73,7 +73,7 @@ def summary_format(path: Path) -> str:
     raise ValueError(f"{path}: unknown summary format {suffix or '(none)'}; use .md, .html or .txt")
 
 
-def render(s: Summary, fmt: str, width: int = 100) -> str:
+def render_summary(s: Summary, fmt: str, width: int = 100) -> str:
     """The summary in ``terminal``/``text`` (``width`` columns; one block per cause below
     ``text_report.NARROW_BELOW``), ``markdown`` or ``html``."""
     if fmt == "markdown":

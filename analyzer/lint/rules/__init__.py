@@ -1,4 +1,4 @@
-"""The launch rules, one function each, checked against a :class:`~analyzer.lint.job.Job`.
+"""The launch rules, one function each, checked against a :class:`~analyzer.lint.launchplan.Job`.
 
 :data:`RULES` is the one registry: each rule's id, title, the launch guide's reason
 (``launch-rules.md``: how a correct Megatron-LM job is launched on SLURM) and its check. The

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Var
-from analyzer.lint.job import Job, Launcher
+from analyzer.lint.launchplan import Job, Launcher
 from analyzer.lint.script import Field
 
 SEVERITIES = ("error", "warning", "note")

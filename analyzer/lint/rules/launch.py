@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from analyzer.lint.config import LintConfig
-from analyzer.lint.job import Job, Launcher, Srun
+from analyzer.lint.launchplan import Job, Launcher, Srun
 from analyzer.lint.rules.base import (
     LAUNCH_FIX,
     Finding,

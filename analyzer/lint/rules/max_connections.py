@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Field
-from analyzer.lint.job import Job, Launcher
+from analyzer.lint.launchplan import Job, Launcher
 from analyzer.lint.rules.base import Finding, as_int, corrected, finding, launch_var
 
 _VAR = "CUDA_DEVICE_MAX_CONNECTIONS"

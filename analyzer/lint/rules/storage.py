@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Field
-from analyzer.lint.job import Job, Launcher, Srun
+from analyzer.lint.launchplan import Job, Launcher, Srun
 from analyzer.lint.rules.base import Finding, corrected, finding, multi_node
 
 # --- node-local-path ----------------------------------------------------------------------------

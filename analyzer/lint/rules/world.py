@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Env, Field
-from analyzer.lint.job import Job, Launcher
+from analyzer.lint.launchplan import Job, Launcher
 from analyzer.lint.rules.base import (
     HOSTNAME,
     LAUNCH_FIX,

@@ -11,13 +11,13 @@ from typing import Any
 
 import regex
 
-from analyzer.catalog.model import render
+from analyzer.catalog.model import fill_template
 from analyzer.catalog.vocabulary import Category
 from analyzer.decide import wording
 from analyzer.decide.fixes import tailor_fix
 from analyzer.decide.fixsteps import without
 from analyzer.decide.ids import RankId
-from analyzer.decide.job import JobView
+from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_decision import rank_note
 from analyzer.decide.rank_model import RankDecision
 from analyzer.decide.rank_rules import reporting_ranks
@@ -68,8 +68,8 @@ def failure_key(r: Event) -> dict[str, str]:
 def _pattern_texts(r: Event, job: JobView) -> tuple[str, str]:
     """The event's cause and fix, rendered, the fix fitted to the job."""
     vals = _values(r, job.facts)
-    cause = _unknowns(render(r.cause or r.title or "", vals))
-    fix = render(r.fix or "", vals)
+    cause = _unknowns(fill_template(r.cause or r.title or "", vals))
+    fix = fill_template(r.fix or "", vals)
     if not r.fix_exact:  # a reasoning rule's own fix is already specific
         fix = tailor_fix(r, fix, job.facts, job.geo, job.rows)
     return cause, _unknowns(fix)
@@ -88,7 +88,7 @@ def _hang_texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str]:
         cause = wording.hang_cause(ranks, what, d.rank, reason)
     else:
         cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
-    base = render(first.fix or "", _values(first, job.facts))
+    base = fill_template(first.fix or "", _values(first, job.facts))
     if d.rank is not None:  # a culprit is named: the fix does not send the user to find one
         base = without(base, "find-culprit")
     fix = tailor_fix(replace(first, category=Category.COLLECTIVE_TIMEOUT), base, job.facts, job.geo,
