@@ -19,7 +19,7 @@ from analyzer.flightrec.analyze import read_finding
 from analyzer.model.event import Event
 from analyzer.read.batchscript import BatchScript, load_batch_script
 from analyzer.read.discover import Discovery, discover
-from analyzer.read.job import ReadResult, read_job
+from analyzer.read.readjob import ReadResult, read_job
 from analyzer.read.slurmjob import SlurmJob
 from analyzer.read.unreadable import why_unreadable
 from analyzer.shape.attribute import Attributed, attribute

@@ -59,7 +59,7 @@ def run(job: Path) -> dict[str, float]:
     from analyzer.api import Analysis
     from analyzer.catalog.load import load_catalog
     from analyzer.read.discover import discover
-    from analyzer.read.job import read_job
+    from analyzer.read.readjob import read_job
     from analyzer.report.outputs import json_line
     from analyzer.shape.attribute import attribute
     from analyzer.shape.events import build_events

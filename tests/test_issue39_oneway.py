@@ -126,7 +126,7 @@ def test_a_shared_catalog_is_never_written_by_a_job(
 ) -> None:
     """A worker process switches the slow pattern off: that job reports it, the parent's
     catalog (shared by every job of a triage) keeps it on, the next job does not report it."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     pats = tmp_path / "patterns"

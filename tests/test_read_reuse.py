@@ -12,7 +12,7 @@ from analyzer.api import analyze
 from analyzer.catalog.load import load_catalog
 from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
-from analyzer.read.job import read_job, scanner_for
+from analyzer.read.readjob import read_job, scanner_for
 from tests.helpers import REAL
 
 
@@ -64,7 +64,7 @@ def test_the_captures_table_is_bounded_and_sharing_goes_on(
 ) -> None:
     """``_Shared`` forgets its captures when the table is full (its keys cost more than the
     dicts they share where most are distinct); captures that recur are shared again after."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
 
     monkeypatch.setattr(read_mod, "SHARED_CAPTURES", 2)
     line = "node{n}:1234:1234 [0] NCCL INFO NCCL version {v}\n"
@@ -102,7 +102,7 @@ def test_a_read_shares_nccls_host_and_pid(tmp_path: Path, catalog: Catalog) -> N
 def test_a_forked_worker_uses_its_parents_scanner(catalog: Catalog) -> None:
     """``_read_parallel`` builds this process's scanner before the workers fork: a worker for
     the same catalog takes it (no second compilation), one for another catalog builds one."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
 
     mine = scanner_for(catalog)
     try:

@@ -260,7 +260,7 @@ examples = ["aaaa"]
 def test_user_pattern_disabled_in_a_worker_process_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
     pats = tmp_path / "patterns"
@@ -408,7 +408,7 @@ def test_events_share_one_object_per_repeated_value(
 ) -> None:
     """Capture values, stamps and pattern strings that events repeat are one object each,
     also for events unpickled from worker processes chunk by chunk (the parent's memory)."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
     from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
@@ -429,7 +429,7 @@ def test_parallel_read_keeps_discovery_order_and_reads_the_largest_file_itself(
 ) -> None:
     """Workers take the smallest files; the parent reads the largest (a SLURM output with
     every rank's lines) itself, so its many events are never pickled. Order is unchanged."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
     from analyzer.read.discover import discover
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)
@@ -453,7 +453,7 @@ def test_a_parallel_read_gives_the_events_of_a_serial_one(
 ) -> None:
     """Worker processes share their chunk's repeated values before pickling (``_Shared``);
     the events are those one process reads (a job of 35 files, one file per chunk)."""
-    import analyzer.read.job as read_mod
+    import analyzer.read.readjob as read_mod
     from tests.test_reader_needs import _rows
 
     monkeypatch.setattr(read_mod, "PARALLEL_MIN_BYTES", 0)

@@ -17,8 +17,8 @@ import pytest
 
 from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
-from analyzer.read.job import read_job
 from analyzer.read.match import LineMatcher
+from analyzer.read.readjob import read_job
 from analyzer.read.records import RawEvent
 from tests.helpers import SAMPLES, WILD, builtin_catalog
 

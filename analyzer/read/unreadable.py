@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from analyzer.read.job import ReadResult
+from analyzer.read.readjob import ReadResult
 
 STDIN_NAME = "(stdin)"
 """The name standard input (``-``) is read under: the command line copies it into a file of

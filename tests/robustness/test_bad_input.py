@@ -77,7 +77,7 @@ def test_progress_bar_under_srun_label_keeps_the_label(make_job: MakeJob) -> Non
     bar = b"  3: " + b"".join(b"Loading: %3d%%\r" % p for p in range(0, 101, 10))
     d = make_job({"slurm-1.out": bar + b"torch.OutOfMemoryError: CUDA out of memory.\n"})
     from analyzer.read.discover import discover
-    from analyzer.read.job import read_job
+    from analyzer.read.readjob import read_job
 
     rr = read_job(discover([d]), CATALOG, workers=1)  # the reader's own events
     (ev,) = [e for s in rr.scans for e in s.events if e.role != "context"]
@@ -159,7 +159,7 @@ def test_permission_denied_on_everything(make_job: MakeJob) -> None:
 def test_file_unreadable_between_discovery_and_reading(make_job: MakeJob) -> None:
     d = make_job({"slurm-1.out": TB.encode(), "slurm-1.err": TB.encode()})
     from analyzer.read.discover import discover
-    from analyzer.read.job import read_job
+    from analyzer.read.readjob import read_job
 
     disc = discover([d])
     (d / "slurm-1.err").unlink()
