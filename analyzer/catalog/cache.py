@@ -66,6 +66,11 @@ def digest(files: Sequence[tuple[Path | Traversable, bool]]) -> str | None:
     return h.hexdigest()
 
 
+TOUCH_AFTER_S = 3600.0
+"""A marker used is touched (made the last to be pruned) only when older than this: a run
+normally writes nothing outside its ``-o``, and an hour is fine grain for "recently used"."""
+
+
 def _marker(key: str | None) -> Path | None:
     if key is None or os.environ.get(NO_CACHE_ENV):
         return None
@@ -80,9 +85,10 @@ def is_validated(key: str | None) -> bool:
         return False
     try:
         found = m.is_file()
+        stale = found and time.time() - m.stat().st_mtime > TOUCH_AFTER_S
     except OSError:
         return False
-    if found:
+    if stale:
         _remove_or_touch(m, touch=True)  # used: the last to be pruned
     return found
 
