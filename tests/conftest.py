@@ -99,6 +99,7 @@ def shared_scope(nodeid: str, updating: bool) -> str | None:
     return None
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: unknown without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist=loadgroup`` with the scopes of ``shared_scope`` (pytest-xdist 3.8 cannot group
     by marker under pytest 9: the group it writes into a test's id is lost, every worker

@@ -75,3 +75,17 @@ def test_the_cluster_tests_of_a_parallel_run_meet_in_one_worker(tmp_path: Path) 
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     workers = (tmp_path / "workers").read_text().split()
     assert len(workers) == 6 and len(set(workers)) == 1, workers
+
+
+@pytest.mark.parametrize("one_process", [["-p", "no:xdist"], ["-n", "0"]], ids=" ".join)
+def test_the_suite_runs_in_one_process_too(one_process: list[str]) -> None:
+    """``pyproject.toml``'s ``addopts`` ask xdist for workers; without xdist (or with ``-n 0``)
+    the suite still runs (the scheduler hook of ``tests/conftest.py`` once made a run without
+    xdist an internal error)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *one_process,
+         "tests/test_event.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "gw0" not in r.stdout
