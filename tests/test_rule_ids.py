@@ -22,17 +22,16 @@ from tests.helpers import ROOT
 IDS = frozenset(str(m) for enum in (VerdictId, RankId, HangId, Role) for m in enum)
 SCANNED = ("analyzer/decide", "analyzer/shape")
 DECLARED_IN = frozenset({"analyzer/decide/ids.py"})
-NOT_YET = frozenset(
-    {"analyzer/decide/advisories.py", "analyzer/decide/flightrec.py",
-     "analyzer/decide/launchlogs.py"}
-)
-"""Files of another engineer's work in progress (issue 39: file I/O out of decide/)."""
+ROLES = frozenset(str(m) for m in Role)
+ROLE_DECLARED_IN = "analyzer/model/event.py"
 OTHER_VOCABULARY: frozenset[tuple[str, str]] = frozenset(
     {
         ("analyzer/decide/verdict.py", "unknown"),  # a diagnosis status, a category
         ("analyzer/decide/reason.py", "unknown"),  # a diagnosis status
         ("analyzer/decide/unknown.py", "unknown"),  # the category
         ("analyzer/decide/unknown.py", "death-record"),  # the tag (DEATH_TAG)
+        ("analyzer/decide/launchlogs.py", "unknown"),  # the category an advisory explains
+        ("analyzer/decide/flightrec.py", "none"),  # English: no ranks
     }
 )
 """Words that are also another vocabulary's (``Category.UNKNOWN``, a diagnosis status, a
@@ -55,6 +54,9 @@ def _not_ids(tree: ast.AST) -> set[int]:
             out.update(id(a) for a in n.args)
         elif isinstance(n, ast.Compare) and "tags" in ast.unparse(n.comparators[-1]):
             out.add(id(n.left))
+        elif isinstance(n, ast.ClassDef) and any("Enum" in ast.unparse(b) for b in n.bases):
+            # another vocabulary's own declaration (a grid cell's kind, a category)
+            out.update(id(s.value) for s in n.body if isinstance(s, ast.Assign))
     return out
 
 
@@ -73,12 +75,27 @@ def test_no_rule_id_or_role_is_a_bare_string() -> None:
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel in DECLARED_IN or rel in NOT_YET:
+            if rel in DECLARED_IN:
                 continue
             for line, text in literal_ids(path.read_text(encoding="utf-8")):
                 if (rel, text) not in OTHER_VOCABULARY:
                     found.append(f"{rel}:{line}: {text!r}")
     assert not found, "name these by their enum member:\n" + "\n".join(found)
+
+
+def test_no_role_is_a_bare_string_anywhere() -> None:
+    """Event roles are one vocabulary across the package (the reader sets them, the catalog
+    orders patterns by them, reports and the CLI filter by them): every module names them by
+    ``Role`` (or a constant made from it), never by a bare string."""
+    found = []
+    for path in sorted((ROOT / "analyzer").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == ROLE_DECLARED_IN:
+            continue
+        for line, text in literal_ids(path.read_text(encoding="utf-8")):
+            if text in ROLES:
+                found.append(f"{rel}:{line}: {text!r}")
+    assert not found, "name these by Role:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_a_bare_id_and_skips_what_is_not_one() -> None:
@@ -90,6 +107,8 @@ def test_the_scan_finds_a_bare_id_and_skips_what_is_not_one() -> None:
         '    """stalled-start"""\n'
         '    if p.rule == "stalled-start" or e.role == "context":\n'
         '        return e.tagged("uniform") or e.cap("missing") or {"culprit": 1}["culprit"]\n'
+        'class Kind(StrEnum):\n'
+        '    ROOT = "root"\n'
     )
     assert list(literal_ids(src)) == [(4, "stalled-start"), (4, "context")]
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import regex
 
+from analyzer.model.event import Role
+
 ENV_VAR = "MCORE_DIAGNOSE_PATTERNS"
 USER_TIMEOUT_S = 0.25
 """Time limit for one search of a user-supplied regex. Built-in patterns run without one:
@@ -18,7 +20,7 @@ every built-in regex fast on adversarial lines of ``MAX_LINE_CHARS`` instead
 (``tests/test_catalog.py::test_builtin_regexes_do_not_backtrack``)."""
 _Match = regex.Match
 """(The ``regex`` field of ``Pattern`` hides the module inside the class.)"""
-_ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2, "candidate": 3}
+_ROLE_ORDER = {r.value: i for i, r in enumerate(Role)}
 """A candidate loses to every other pattern on the same line."""
 
 
@@ -28,7 +30,7 @@ SPECIFIC, FALLBACK, CANDIDATE = 0, 1, 2
 
 def tier(p: Pattern) -> int:
     """``CANDIDATE`` for a generic error form, ``FALLBACK`` for a catch-all, else ``SPECIFIC``."""
-    return CANDIDATE if p.role == "candidate" else FALLBACK if "fallback" in p.tags else SPECIFIC
+    return CANDIDATE if p.role == Role.CANDIDATE else FALLBACK if "fallback" in p.tags else SPECIFIC
 
 
 def match_priority(p: Pattern) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from analyzer.model.event import STRUCTURAL
+from analyzer.model.event import STRUCTURAL, Role
 
 
 class Category(StrEnum):
@@ -39,7 +39,7 @@ class Category(StrEnum):
 CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)
 """Every category word of the JSON contract (``categories.md``); never rename one."""
 
-ROLES: tuple[str, ...] = ("root", "symptom", "context", "candidate")
+ROLES: tuple[str, ...] = tuple(r.value for r in Role)
 """``root`` can be the cause; ``symptom`` follows an earlier failure; ``context`` carries facts;
 ``candidate`` is an error-like line no other pattern claims (``patterns/candidates.toml``), never
 a verdict by itself: ``analyzer.decide.unknown`` ranks candidates when the verdict is only a

@@ -22,6 +22,7 @@ from analyzer.cli.output import _json_rows, _stream, _write
 from analyzer.decide.verdict import (
     EXIT_USAGE,
 )
+from analyzer.model.event import Role
 
 TableOutputOpt = Annotated[
     list[Path] | None,
@@ -124,7 +125,7 @@ def _table(
         elif all_events:
             df = a.events
         else:  # the table of the events shown only, with the columns of all
-            shown = [r for r in a.rows if r.role != "context"]
+            shown = [r for r in a.rows if r.role != Role.CONTEXT]
             df = to_frame(shown, a.catalog.capture_types(), columns_of=a.rows)
         if len(jobs) > 1:
             df = df.select(pl.lit(job_label(job)).alias("job"), pl.all())

@@ -29,7 +29,7 @@ from analyzer.decide.unknown import (
     split_candidates,
 )
 from analyzer.lines.prefixes import split_prefixes
-from analyzer.model.event import STRUCTURAL
+from analyzer.model.event import STRUCTURAL, Role
 
 _TOKEN = regex.compile(r"<(ts|uuid|url|path|addr|hex|host|n)>")
 _GROUP = {
@@ -149,7 +149,7 @@ def find_unknown(
     others = [r.text for t in templates if t is not chosen for r in t.rows[:1]]
     seen_ids: set[str] = set()
     for r in keep:
-        if r.role == "context" and r.pattern_id not in seen_ids:
+        if r.role == Role.CONTEXT and r.pattern_id not in seen_ids:
             seen_ids.add(r.pattern_id)
             others.append(r.text)
     return Found(str(job), chosen, hosts, others)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.flightrec.analyze import FrFinding, RankState
-from analyzer.model.event import Event
+from analyzer.model.event import Event, Role
 
 SOURCE = "flight_recorder"
 CULPRIT_PREFIX = "flight_recorder.culprit."
@@ -62,7 +62,7 @@ def _state_row(s: RankState, rows: list[Event]) -> Event:
         line=0,
         pattern_id=STATE_PATTERN,
         category="collective_timeout",
-        role="context",
+        role=Role.CONTEXT.value,
         text=text,
         **_where(rows, s.rank),
         rank=s.rank,
@@ -88,7 +88,7 @@ def _culprit_event(f: FrFinding, rank: int, kind: str, rows: list[Event]) -> Cul
         line=f.record_id + 1 if f.record_id is not None else 0,
         pattern_id=CULPRIT_PREFIX + kind,
         category="collective_timeout",
-        role="context",
+        role=Role.CONTEXT.value,
         text=text,
         **_where(rows, rank),
         rank=rank,

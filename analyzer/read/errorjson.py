@@ -8,6 +8,7 @@ from typing import Any
 from analyzer.catalog.model import SPECIFIC, Catalog, tier
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.lines.timestamps import Stamp
+from analyzer.model.event import Role
 from analyzer.read.discover import LogFile
 from analyzer.read.records import RawEvent
 from analyzer.read.tracebacks import EXC_LINE
@@ -26,12 +27,12 @@ def error_json_event(lf: LogFile, data: dict[str, Any], catalog: Catalog) -> Raw
     tb = extra.get("py_callstack")
     # a specific pattern names the failure; a catch-all or a candidate says less than
     # error.json itself does
-    if pm is not None and tier(pm.pattern) == SPECIFIC and pm.pattern.role != "context":
+    if pm is not None and tier(pm.pattern) == SPECIFIC and pm.pattern.role != Role.CONTEXT:
         p = pm.pattern
         pid, cat, role, title, cause, fix = p.id, p.category, p.role, p.title, p.cause, p.fix
         fields.update(pm.fields)
     else:
-        pid, cat, role = "torchelastic.error_json", "python_exception", "root"
+        pid, cat, role = "torchelastic.error_json", "python_exception", Role.ROOT.value
         title = f"Uncaught {fields.get('exc_type', 'exception')} (error.json)"
         cause = "An uncaught {exc_type} was raised: {exc_msg}."
         fix = "Fix the code or input that raised {exc_type}; the traceback shows where."

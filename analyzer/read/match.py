@@ -24,6 +24,7 @@ from analyzer.catalog.model import (
 )
 from analyzer.lines.pastes import head_lines, may_be_pasted, pasted_prefix, quoted_paste
 from analyzer.lines.prefixes import Prefixed, split_prefixes
+from analyzer.model.event import Role
 from analyzer.read.firstlines import FirstLines, LaneKey
 from analyzer.read.prefilter import Prefilter
 from analyzer.read.progresslines import Names, ProgressLines, Row
@@ -71,7 +72,7 @@ class LineMatcher:
         for nid, owners in enumerate(catalog.needle_patterns):
             if len(owners) == 1:
                 p = catalog.patterns[owners[0]]
-                if not p.user and p.role == "context" and not (
+                if not p.user and p.role == Role.CONTEXT and not (
                     p.tags & {GENERIC_EXCEPTION_TAG, "fallback", TRACEBACK_TAG}
                 ):
                     self._lanes[nid] = p
@@ -372,6 +373,6 @@ class _Subsets(dict[Needles, list[Pattern]]):
 
 
 _MISS = object()
-_NEAR_ROLES = frozenset({"root", "symptom"})
+_NEAR_ROLES = frozenset({Role.ROOT.value, Role.SYMPTOM.value})
 NEAR_MISS = "near_miss"
 """The capture the reader sets on a near miss's event (``LineMatcher.near_miss``)."""

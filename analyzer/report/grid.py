@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from analyzer.decide.verdict import RankRow
+from analyzer.model.event import Role
 from analyzer.report.input import ReportInput, diagnosis_of
 from analyzer.util.safe import clean
 from analyzer.util.timefmt import iso
@@ -21,11 +23,23 @@ from analyzer.util.timefmt import iso
 CULPRIT_MARK = "X"
 NONE_MARK = "·"
 
+
+
+class Kind(StrEnum):
+    """What a rank's cell shows, in the legend's order: the first failing rank, a rank whose
+    first event is a root or a symptom, a rank without events."""
+
+    CULPRIT = "culprit"
+    ROOT = "root"
+    SYMPTOM = "symptom"
+    NONE = "none"
+
+
 KIND_LABEL = {
-    "culprit": "first failing rank",
-    "root": "other root event",
-    "symptom": "symptom",
-    "none": "no event",
+    Kind.CULPRIT: "first failing rank",
+    Kind.ROOT: "other root event",
+    Kind.SYMPTOM: str(Kind.SYMPTOM),
+    Kind.NONE: "no event",
 }
 
 # Rich styles for the terminal and colours for HTML, per kind, then by category order.
@@ -50,7 +64,7 @@ NONE_COLOR = ("#c8e6c9", "#1b3d1e")
 class Key:
     """One legend entry: a kind and category with its mark, styles and count."""
 
-    kind: str
+    kind: Kind
     category: str | None
     mark: str
     style: str
@@ -61,12 +75,11 @@ class Key:
     @property
     def label(self) -> str:
         """``collective_timeout (symptom)`` / ``first failing rank: cuda_oom``."""
-        if self.kind == "culprit":
-            return (
-                f"first failing rank ({self.category})" if self.category else KIND_LABEL["culprit"]
-            )
-        if self.kind == "none":
-            return KIND_LABEL["none"]
+        if self.kind == Kind.CULPRIT:
+            label = KIND_LABEL[Kind.CULPRIT]
+            return f"{label} ({self.category})" if self.category else label
+        if self.kind == Kind.NONE:
+            return KIND_LABEL[Kind.NONE]
         return f"{self.category} ({KIND_LABEL[self.kind]})"
 
 
@@ -76,7 +89,7 @@ class Cell:
 
     rank: int
     node: str
-    kind: str
+    kind: Kind
     category: str | None
     role: str | None
     time: str | None
@@ -91,7 +104,7 @@ class Cell:
     def tooltip(self) -> str:
         """``rank 5 · node 1 · cuda_oom (first failing rank) · 2025-03-04 10:00:03``."""
         parts = [f"rank {self.rank}", f"node {self.node}"]
-        if self.kind == "none":
+        if self.kind == Kind.NONE:
             parts.append("no event")
         else:
             parts.append(f"{self.category or '?'} ({KIND_LABEL[self.kind]})")
@@ -132,45 +145,45 @@ class Grid:
         head += "s" if nn != 1 else ""
         parts = []
         for k in self.keys:
-            if k.kind == "culprit" and self.culprit is not None:
+            if k.kind == Kind.CULPRIT and self.culprit is not None:
                 where = f" (node {self.culprit.node})" if self.culprit.node != "?" else ""
                 parts.append(f"rank {self.culprit.rank} first failing{where}")
-            elif k.kind == "none":
+            elif k.kind == Kind.NONE:
                 parts.append(f"{k.count:,} with no event")
             else:
                 parts.append(f"{k.count:,} {k.category} ({KIND_LABEL[k.kind]})")
         return head + ": " + ", ".join(parts)
 
 
-def _kind(rank: int, info: RankRow, culprit: int | None) -> str:
+def _kind(rank: int, info: RankRow, culprit: int | None) -> Kind:
     if rank == culprit:
-        return "culprit"
+        return Kind.CULPRIT
     role = info.role
-    if role == "root":
-        return "root"
+    if role == Role.ROOT:
+        return Kind.ROOT
     if role is None:
-        return "none"
-    return "symptom"
+        return Kind.NONE
+    return Kind.SYMPTOM
 
 
-def _assign_marks(counts: Counter[tuple[str, str | None]]) -> dict[tuple[str, str | None], Key]:
+def _assign_marks(counts: Counter[tuple[Kind, str | None]]) -> dict[tuple[Kind, str | None], Key]:
     used = {CULPRIT_MARK, NONE_MARK}
-    keys: dict[tuple[str, str | None], Key] = {}
+    keys: dict[tuple[Kind, str | None], Key] = {}
     order = sorted(
         counts.items(),
-        key=lambda kv: (("culprit", "root", "symptom", "none").index(kv[0][0]), -kv[1], kv[0]),
+        key=lambda kv: (list(Kind).index(kv[0][0]), -kv[1], kv[0]),
     )
     n_root = n_sym = 0
     for (kind, cat), count in order:
-        if kind == "culprit":
+        if kind == Kind.CULPRIT:
             keys[(kind, cat)] = Key(kind, cat, CULPRIT_MARK, CULPRIT_STYLE, CULPRIT_COLOR, count)
             continue
-        if kind == "none":
+        if kind == Kind.NONE:
             keys[(kind, cat)] = Key(kind, None, NONE_MARK, NONE_STYLE, NONE_COLOR, count)
             continue
         word = (cat or "unknown").replace("_", "")
         letters = [c for c in word if c.isalpha()] + list("abcdefghijklmnopqrstuvwyz")
-        if kind == "root":
+        if kind == Kind.ROOT:
             mark = next((c.upper() for c in letters if c.upper() not in used), "?")
             style = ROOT_STYLES[n_root % len(ROOT_STYLES)]
             color = ROOT_COLORS[n_root % len(ROOT_COLORS)]
@@ -233,13 +246,13 @@ def grid_from(
     kinds = {rk: _kind(rk, info, culprit) for rk, info in ranks.items()}
 
     def cat_of(rk: int) -> str | None:
-        if kinds[rk] == "culprit":
+        if kinds[rk] == Kind.CULPRIT:
             return clean(culprit_category) if culprit_category else None
-        if kinds[rk] == "none":
+        if kinds[rk] == Kind.NONE:
             return None
         return clean(ranks[rk].category or "unknown")
 
-    counts: Counter[tuple[str, str | None]] = Counter((kinds[rk], cat_of(rk)) for rk in ranks)
+    counts: Counter[tuple[Kind, str | None]] = Counter((kinds[rk], cat_of(rk)) for rk in ranks)
     keys = _assign_marks(counts)
     groups: dict[str, list[Cell]] = {}
     culprit_cell = None
@@ -255,7 +268,7 @@ def grid_from(
             time=clean(t).replace("T", " ", 1).removesuffix(".000000") if t else None,
             key=keys[(kinds[rk], cat_of(rk))],
         )
-        if cell.kind == "culprit":
+        if cell.kind == Kind.CULPRIT:
             culprit_cell = cell
         groups.setdefault(labels[rk], []).append(cell)
     nodes = [NodeGroup(label, cells) for label, cells in groups.items()]

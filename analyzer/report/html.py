@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from analyzer.report.grid import KIND_LABEL, Grid
+from analyzer.report.grid import KIND_LABEL, Grid, Kind
 from analyzer.report.model import AdvisoryView, EvidenceView, ReportModel, build_model
 from analyzer.util.safe import html_text, shorten
 from analyzer.version import __version__
@@ -181,11 +181,11 @@ def _short_tooltip(c: Any, day: str | None) -> str:
     """The cell's tooltip without what its row already says (the node) and, for symptom and
     quiet ranks, without the day every event shares: a 1,024-rank page stays under 100 KB,
     the size at which mail clients start to clip."""
-    if c.kind not in ("none", "symptom"):
+    if c.kind not in (Kind.NONE, Kind.SYMPTOM):
         return str(c.tooltip)
     parts = [f"rank {c.rank}"]
     # a symptom's letter is lower-case and the legend says so: the category is enough
-    parts.append(KIND_LABEL["none"] if c.kind == "none" else str(c.category))
+    parts.append(KIND_LABEL[Kind.NONE] if c.kind == Kind.NONE else str(c.category))
     if c.time:
         parts.append(c.time[len(day) + 1 :] if day and c.time.startswith(day + " ") else c.time)
     return " · ".join(parts)
