@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES
 from analyzer.decide.promote import promote
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
 
@@ -44,19 +44,19 @@ class JobView:
     ) -> JobView:
         """The view of ``rows`` (never changed) for one decision."""
         promoted = tuple(promote(rows))
-        active = tuple(r for r in promoted if r.role != Role.CONTEXT)
+        active = tuple(r for r in promoted if r.role != CONTEXT)
         return cls(
             rows=promoted,
             facts=facts,
             geo=geo,
             active=active,
             roots=tuple(
-                r for r in active if r.role == Role.ROOT and r.category not in SLURM_END_CATEGORIES
+                r for r in active if r.role == ROOT and r.category not in SLURM_END_CATEGORIES
             ),
             ends=tuple(
-                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == Role.ROOT
+                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == ROOT
             ),
-            symptoms=tuple(r for r in active if r.role == Role.SYMPTOM),
+            symptoms=tuple(r for r in active if r.role == SYMPTOM),
             universe=frozenset(geo.ranks(promoted)),
             dumps=dumps,
         )

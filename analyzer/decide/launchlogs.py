@@ -16,7 +16,7 @@ from typing import Any
 
 import regex
 
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CANDIDATE, CONTEXT, ROOT, Event
 
 NODE_LOCAL = regex.compile(r"^(?:/tmp\b|/local\b|/dev/shm\b|/scratch/local\b|/var/tmp\b|"
                            r"\$\{?TMPDIR\b|/local/scratch\b)")
@@ -190,7 +190,7 @@ def _silent_exits(rows: Sequence[Event]) -> list[Event]:
     exits = [r for r in rows if str(r.role_of("exit_code") or "").isdigit()
              and str(r.role_of("exit_code")) != "0"]
     said = any(
-        r.role == Role.ROOT or (r.role != Role.CONTEXT and (r.traceback or r.cap("exc_type")))
+        r.role == ROOT or (r.role != CONTEXT and (r.traceback or r.cap("exc_type")))
         for r in rows
     )
     return [] if said else exits
@@ -205,7 +205,7 @@ def _where_told(rows: Sequence[Event], job: Any) -> tuple[str, str | None] | Non
     if opts.keys() & {"log-dir", "redirects"} and "tee" not in opts:
         return ", ".join(f"--{k} {v}" for k, v in opts.items()), opts.get("log-dir") or logged
     quiet = not any(r.tagged(t) for r in rows for t in _WORKER_LINES) and not any(
-        r.role == Role.CANDIDATE for r in rows)
+        r.role == CANDIDATE for r in rows)
     if quiet and logged:
         return f"log_dir {logged} (torchrun's own line)", logged
     return None

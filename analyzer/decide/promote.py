@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CONTEXT, ROOT, Event
 
 
 def over_joined(rows: Sequence[Event]) -> list[Event]:
@@ -32,7 +32,7 @@ def _over_joined(r: Event) -> Event | None:
         return None
     return replace(
         r,
-        role=Role.ROOT,
+        role=ROOT,
         category=Category.RENDEZVOUS,
         title=wording.OVER_JOINED_TITLE,
         cause=wording.over_joined_cause(joined, world),
@@ -55,7 +55,7 @@ def claimed_twice(rows: Sequence[Event]) -> list[Event]:
         if earlier is not r:
             promoted[i] = replace(
                 r,
-                role=Role.ROOT,
+                role=ROOT,
                 category=Category.RENDEZVOUS,
                 title=wording.CLAIMED_TWICE_TITLE,
                 cause=wording.claimed_twice_cause(rank, r.file, earlier.line, r.line),
@@ -81,7 +81,7 @@ def survived(rows: Sequence[Event]) -> list[Event]:
 
 
 def _survived(r: Event, later: Sequence[Event]) -> Event | None:
-    if r.role != Role.ROOT or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
+    if r.role != ROOT or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
         return None
     went_on = next(
         (
@@ -97,7 +97,7 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
         return None
     return replace(
         r,
-        role=Role.CONTEXT,
+        role=CONTEXT,
         tags=r.tags | {"survived"},
         cause=wording.survived_note(r.title or r.category, r.file, r.line, went_on.line),
     )

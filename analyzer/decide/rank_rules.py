@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import regex
 
-from analyzer.model.event import Event, Role
+from analyzer.model.event import ROOT, Event
 
 DETAIL_LINES = 4
 """How far below an error line its detail may be: PyTorch prints ``NCCL error in: …``, then
@@ -24,7 +24,7 @@ def detail_rows(chosen: Event, rows: Iterable[Event], span: int = DETAIL_LINES) 
         r
         for r in rows
         if r is not chosen
-        and r.role == Role.ROOT
+        and r.role == ROOT
         and r.file == chosen.file
         and chosen.line < r.line <= chosen.line + span
         and r.rank in (chosen.rank, None)

@@ -22,7 +22,7 @@ from analyzer.decide.rank_model import (
 )
 from analyzer.decide.rank_rules import headless, uniform_by_detail
 from analyzer.decide.rules import Proposal
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CONTEXT, Event
 
 
 def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
@@ -105,7 +105,7 @@ def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
         return None
     sig = signature(e)
     others = any(
-        r.rank is not None and r.rank != d.rank and r.role != Role.CONTEXT and signature(r) != sig
+        r.rank is not None and r.rank != d.rank and r.role != CONTEXT and signature(r) != sig
         for r in job.rows
     )
     return None if others else d.unnamed(RankId.UNIFORM, rank=d.rank)

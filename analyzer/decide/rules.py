@@ -24,7 +24,7 @@ from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
 from analyzer.decide.predicates import exit_code, exit_code_stopped, went_on
 from analyzer.decide.proposal import Proposal, VerdictRule
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CONTEXT, Event
 
 ALTERNATIVES = 3
 """At most this many other roots are shown beside a root verdict."""
@@ -273,7 +273,7 @@ def _later_in_file(r: Event, last: Event) -> bool:
     return (
         r.file == last.file
         and r.line > last.line
-        and not (r.category == Category.RENDEZVOUS and r.role == Role.CONTEXT)
+        and not (r.category == Category.RENDEZVOUS and r.role == CONTEXT)
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide import wording
 from analyzer.decide.verdict import RankRow, Verdict
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CONTEXT, ROOT, Event
 from analyzer.shape.facts import JobFacts
 from analyzer.util.timefmt import iso
 
@@ -23,7 +23,7 @@ def _downstream(rows: Iterable[Event], v: Verdict) -> dict[str, list[Event]]:
     groups: dict[str, list[Event]] = defaultdict(list)
     ev = v.evidence[0] if v.evidence else None
     for r in rows:
-        if r.role == Role.CONTEXT:
+        if r.role == CONTEXT:
             continue
         if ev is not None and r.file == ev.file and r.line == ev.line:
             continue
@@ -105,14 +105,14 @@ def logged_order(r: Event) -> tuple[datetime, bool, str, int]:
     """A rank's events in the order ``events --by-rank`` reads them for its first event
     (``shape.events.by_rank``): time (undated last), a root event before a symptom of the same
     time, then file and line; so the grid, the timeline and JSON's ``ranks`` agree with it."""
-    return (r.time or datetime.max, r.role != Role.ROOT, r.file, r.line)
+    return (r.time or datetime.max, r.role != ROOT, r.file, r.line)
 
 
 def rank_table(rows: Sequence[Event], universe: Iterable[int]) -> dict[int, RankRow]:
     """Each rank's first event (node, role, category, time) for the rank grid, and an empty
     row for every other rank of the job."""
     ranks: dict[int, RankRow] = {}
-    for r in sorted((r for r in rows if r.role != Role.CONTEXT), key=logged_order):
+    for r in sorted((r for r in rows if r.role != CONTEXT), key=logged_order):
         if r.rank is not None and r.rank not in ranks:
             ranks[r.rank] = RankRow(r.node, r.role, r.category, r.time)
     for rk in universe:

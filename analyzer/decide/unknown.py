@@ -28,11 +28,11 @@ from analyzer.decide import wording
 from analyzer.decide.fingerprint import normalize
 from analyzer.decide.ids import RankId
 from analyzer.decide.verdict import Evidence, Verdict
-from analyzer.model.event import Event, Role
+from analyzer.model.event import CANDIDATE, ROOT, SYMPTOM, Event
 
 TEMPLATE_VERSION = 1
 """Bump when what a template masks changes: fingerprints of another version never compare."""
-ROLE = Role.CANDIDATE
+ROLE = CANDIDATE
 SKEW = timedelta(seconds=2)
 DEATH_WINDOW = timedelta(minutes=5)
 """A candidate this long (or less) before its rank's death is "near" it."""
@@ -128,7 +128,7 @@ def _as_traceback(r: Event) -> Event:
         r,
         pattern_id=p.id,
         category=p.category,
-        role=Role.ROOT if em else Role.SYMPTOM,
+        role=ROOT if em else SYMPTOM,
         cause=p.cause,
         fix=p.fix,
         captures=captures,
@@ -197,7 +197,7 @@ def rank_templates(
     at least one), not later than the cascade's first event (2 s of skew). Order: near its
     rank's death first, then fewer ranks, then earlier.
     """
-    active = [r for r in rows if r.role in (Role.ROOT, Role.SYMPTOM)]
+    active = [r for r in rows if r.role in (ROOT, SYMPTOM)]
     t0 = min((r.time for r in active if r.time is not None), default=None)
     few = _few_ranks(rows, world)
     deaths = [r for r in active if r.tagged(DEATH_TAG)]
@@ -237,7 +237,7 @@ def _died_near(ranks: set[int], ft: datetime | None, deaths: list[Event]) -> boo
 
 def is_cascade(v: Verdict, rows: list[Event]) -> bool:
     """Whether ``v`` only describes the cascade (no catalog root line explains the failure)."""
-    if any(r.role == Role.ROOT and r.category not in SLURM_END_CATEGORIES for r in rows):
+    if any(r.role == ROOT and r.category not in SLURM_END_CATEGORIES for r in rows):
         return False  # a catalogued cause (a SLURM end after a hang is not one)
     if v.category in _CASCADES:
         return True

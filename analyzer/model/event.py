@@ -32,6 +32,12 @@ class Role(StrEnum):
     CANDIDATE = "candidate"
 
 
+ROOT, SYMPTOM, CONTEXT, CANDIDATE = Role.ROOT, Role.SYMPTOM, Role.CONTEXT, Role.CANDIDATE
+"""The roles as module names, for code that runs per event: a module global is found about
+five times faster than ``Role.ROOT`` (Python 3.11's ``EnumType.__getattr__`` slows every
+member lookup)."""
+
+
 EMPTY: Mapping[str, str] = MappingProxyType({})
 """The shared empty mapping of events without captures or roles."""
 
