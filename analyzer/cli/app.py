@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from analyzer.cli.recipes import register_recipes
+from analyzer.cli.watch import register_watch
 from analyzer.decide.verdict import (
     EXIT_UNREADABLE,
     EXIT_USAGE,
@@ -86,6 +87,7 @@ app.add_typer(patterns_app, name="patterns")
 app.add_typer(triage_app, name="triage")
 register_lint(app, SUBCOMMANDS)
 register_recipes(app, SUBCOMMANDS)
+register_watch(app, SUBCOMMANDS)
 
 
 class Format(StrEnum):

@@ -1,0 +1,125 @@
+"""What each writer (a rank, else a file's task) printed last, and when the watcher saw it.
+
+Lines are read with the post-mortem's matcher (``analyzer.read.match.LineMatcher``): its
+prefixes give the rank, its catalog match the role and whether the line is a progress line
+(a pattern tagged ``progress``: Megatron's iteration line, a framework's step or loss line).
+Times are the watcher's clock when the line was read: the logs' own timestamps may be absent.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from analyzer.catalog.model import Catalog
+from analyzer.model.event import Role
+from analyzer.read.match import LineMatcher
+from analyzer.watch.tail import Chunk
+
+PROGRESS_TAG = "progress"
+_TRACEBACK = "Traceback (most recent call last)"
+_ALARM = frozenset({Role.ROOT.value, Role.SYMPTOM.value, Role.CANDIDATE.value})
+END_MARKERS = (
+    "srun: error:",
+    "Exited with exit code",
+    "failed (exitcode",
+    "[exiting program",
+    "[after training is done]",
+    "CANCELLED AT",
+    "DUE TO TIME LIMIT",
+    "Succeeded: True",
+)
+"""Lines a launcher or Megatron prints when a job or a worker ends."""
+KEEP_INTERVALS = 64
+
+
+@dataclass
+class LastLine:
+    """A writer's newest line."""
+
+    seen: float
+    text: str
+    file: str
+    line: int
+
+
+@dataclass
+class Writer:
+    """One rank (or one file's task when the rank is unknown)."""
+
+    label: str
+    rank: int | None
+    last: LastLine
+    progress_at: float | None = None
+    iteration: int | None = None
+    iteration_at: float | None = None
+    intervals: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Writers:
+    """Every writer of the job, fed the new lines of each poll."""
+
+    catalog: Catalog
+    by_key: dict[str, Writer] = field(default_factory=dict)
+    alarms: int = 0
+    """Lines read that may start a failure (a root, symptom or unknown error line, or a
+    traceback): the caller re-runs the decision when this grows."""
+    ended: bool = False
+    """A launcher's or the training's end line was read."""
+
+    def __post_init__(self) -> None:
+        self._matcher = LineMatcher(self.catalog)
+
+    def feed(self, chunk: Chunk, now: float) -> None:
+        """Read one file's new lines, seen at ``now``."""
+        for i, raw in enumerate(chunk.lines):
+            if raw.strip():
+                self._line(raw, chunk.rel, chunk.first_line + i, now)
+
+    def _line(self, raw: bytes, rel: str, number: int, now: float) -> None:
+        text, pre = self._matcher.line(raw)
+        msg = pre.message
+        if pre.rank is not None:
+            key, label, rank = f"r{pre.rank}", str(pre.rank), pre.rank
+        else:
+            where = f"{rel}:{pre.task}" if pre.task is not None else rel
+            if pre.local_rank is not None:
+                where += f"[{pre.local_rank}]"
+            key, label, rank = where, where, None
+        w = self.by_key.get(key)
+        last = LastLine(now, text, rel, number)
+        if w is None:
+            w = self.by_key[key] = Writer(label, rank, last)
+        else:
+            w.last = last
+        if any(m in msg for m in END_MARKERS):
+            self.ended = True
+        if _TRACEBACK in msg:
+            self.alarms += 1
+        got = self._matcher.match_text(msg)
+        if got is None:
+            return
+        pattern, fields = got
+        if pattern.role in _ALARM:
+            self.alarms += 1
+        if PROGRESS_TAG in pattern.tags:
+            self._progress(w, fields, now)
+
+    @staticmethod
+    def _progress(w: Writer, fields: dict[str, str], now: float) -> None:
+        if w.progress_at is not None and now > w.progress_at:
+            w.intervals = [*w.intervals[-KEEP_INTERVALS + 1 :], now - w.progress_at]
+        w.progress_at = now
+        it = fields.get("iteration")
+        if it is not None and it.isdigit():
+            w.iteration, w.iteration_at = int(it), now
+
+    def progressing(self) -> list[Writer]:
+        """The writers that printed a progress line."""
+        return [w for w in self.by_key.values() if w.progress_at is not None]
+
+    def cadence(self) -> float | None:
+        """The median interval between progress lines, over every writer (None: too few)."""
+        every = [x for w in self.by_key.values() for x in w.intervals]
+        return statistics.median(every) if len(every) >= 2 else None
