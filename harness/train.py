@@ -26,6 +26,10 @@ iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
 ``size-smaller``      one rank all-reduces an empty loss tensor instead of 1 element
 ``size-huge``         one rank all-reduces 1000 elements instead of 1: its ring neighbour
                       aborts in gloo's I/O thread (``gloo::EnforceNotMet``, SIGABRT)
+``slow-save``         one rank prints Megatron's checkpoint line after the loss all-reduce of
+                      the fault iteration and then sleeps ``MCORE_FAULT_DELAY`` seconds
+                      (default 600), standing for a checkpoint save that never ends: the
+                      others log that iteration and wait in the next one's all-reduce
 ``loader-fatal``      one rank's data-loading library (a made-up ``shardio``, not in the
                       catalog) prints one fatal line on stderr and exits 1: no exception, no
                       traceback; the others then fail in their collectives
@@ -78,6 +82,7 @@ FAULTS = (
     "size-smaller",
     "size-huge",
     "loader-fatal",
+    "slow-save",
 )
 
 
@@ -105,6 +110,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=float,
         default=0.2,
         help="extra seconds per iteration (keeps the logs readable)",
+    )
+    p.add_argument(
+        "--log-all-ranks",
+        action="store_true",
+        default=env.get("MCORE_LOG_ALL_RANKS", "") not in ("", "0"),
+        help="every rank prints its iteration line (Megatron: only the last rank)",
     )
     p.add_argument("--distributed-backend", default="gloo")
     p.add_argument(
@@ -137,6 +148,10 @@ def print_rank_last(msg: str) -> None:
         print(msg, flush=True)
 
 
+def print_every_rank(msg: str) -> None:
+    print(msg, flush=True)
+
+
 def print_datetime(label: str) -> None:
     if dist.is_initialized():
         dist.barrier()
@@ -160,7 +175,9 @@ def megatron_args(args: argparse.Namespace, world_size: int) -> argparse.Namespa
     model = args.tensor_model_parallel_size * args.pipeline_model_parallel_size
     model *= args.context_parallel_size
     full: dict[str, Any] = {
-        k: v for k, v in vars(args).items() if not k.startswith(("fault", "iter_sleep"))
+        k: v
+        for k, v in vars(args).items()
+        if not k.startswith(("fault", "iter_sleep", "log_all_ranks"))
     }
     full.update(
         world_size=world_size,
@@ -389,6 +406,15 @@ def reduce_loss(args: argparse.Namespace, reduced: torch.Tensor, iteration: int,
         dist.all_reduce(reduced)
 
 
+def slow_save(iteration: int) -> None:
+    """A checkpoint save that does not end (a hung filesystem, say): this rank goes silent
+    while the others move on into the next iteration's all-reduce."""
+    save_dir = os.path.join(os.environ.get("JOB_DIR", "."), "checkpoints")
+    line = f"saving checkpoint at iteration {iteration:7d} to {save_dir} in torch format"
+    print(line, flush=True)
+    time.sleep(float(os.environ.get("MCORE_FAULT_DELAY", "600")))
+
+
 def train(args: argparse.Namespace, model: nn.Module) -> None:
     rank = _rank()
     world = _world()
@@ -421,6 +447,8 @@ def train(args: argparse.Namespace, model: nn.Module) -> None:
         opt.step()
         reduced = loss.detach().clone()
         reduce_loss(args, reduced, iteration, rank)
+        if args.fault == "slow-save" and rank == args.fault_rank and iteration == args.fault_iter:
+            slow_save(iteration)
         reduced /= world
         _progress[0] = time.monotonic()
         consumed += args.global_batch_size
@@ -431,7 +459,8 @@ def train(args: argparse.Namespace, model: nn.Module) -> None:
             elapsed_ms = (now - last) * 1000.0 / args.log_interval
             last = now
             ts = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")
-            print_rank_last(
+            log = print_every_rank if args.log_all_ranks else print_rank_last
+            log(
                 f" [{ts}] iteration {iteration:8d}/{args.train_iters:8d} |"
                 f" consumed samples: {consumed:12d} |"
                 f" elapsed time per iteration (ms): {elapsed_ms:.1f} |"
