@@ -88,15 +88,19 @@ class Tailer:
         rels = {lf.path: lf.rel for lf in d.files}
         for p in self._logs:
             if p not in self.files:
-                self._adopt(p, rels.get(p, p.name), now[p][0] if p in now else 0)
+                self._adopt(p, rels.get(p, p.name), now)
 
-    def _adopt(self, p: Path, rel: str, inode: int) -> None:
-        """Follow ``p``: a renamed file already followed keeps its offset."""
+    def _adopt(self, p: Path, rel: str, now: dict[Path, tuple[int, int]]) -> None:
+        """Follow ``p``: a file renamed to ``p`` keeps its offset; a new file that took the
+        old name is read from its start."""
+        inode = now[p][0] if p in now else 0
         for old, t in list(self.files.items()):
-            if t.inode == inode and old != p and not old.exists():
+            if t.inode == inode and old != p and now.get(old, (None, 0))[0] != inode:
                 del self.files[old]
-                t.path, t.rel = p, rel
+                old_rel, t.path, t.rel = t.rel, p, rel
                 self.files[p] = t
+                if old in now:  # a new file under the old name
+                    self.files[old] = Tracked(old, old_rel, now[old][0])
                 return
         self.files[p] = Tracked(p, rel, inode)
 
