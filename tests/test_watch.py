@@ -311,3 +311,14 @@ def test_a_job_id_ends_when_slurm_no_longer_lists_it(tmp_path: Path, catalog: Ca
     assert not w.ended()
     alive[0] = False
     assert w.ended()
+
+
+def test_the_live_view_on_a_terminal_shows_log_lines_as_text_and_the_findings() -> None:
+    from tests.helpers import cli_on_tty
+
+    # the real gloo line of rank 3 holds "[/__w/pytorch/...]", which rich would read as markup
+    out = cli_on_tty("watch", str(REAL / "exception-cascade"), "--once",
+                     env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert "internal error" not in out
+    assert "failure: An uncaught IndexError" in out and "end: An uncaught IndexError" in out
+    assert "pair.cc" in out

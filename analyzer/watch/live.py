@@ -41,15 +41,17 @@ class LiveView:
 
     def _render(self) -> Group:
         now = self.w.clock()
-        t = Table(title=f"watching {self.w.cfg.label}", expand=True)
-        for col in ("rank / writer", "iteration", "last line", "age s"):
-            t.add_column(col, overflow="ellipsis", no_wrap=True)
+        t = Table(title=Text(f"watching {self.w.cfg.label}"), expand=True)
+        for col, least in (("rank / writer", 14), ("iteration", 9), ("last line", 20),
+                           ("age s", 5)):
+            t.add_column(col, overflow="ellipsis", no_wrap=True, min_width=least)
         ws = sorted(self.w.writers.by_key.values(), key=lambda x: x.last.seen)
         for wr in ws[:SHOWN_WRITERS]:
-            t.add_row(wr.label, "-" if wr.iteration is None else str(wr.iteration),
-                      wr.last.text.strip(), f"{now - wr.last.seen:.0f}")
+            t.add_row(Text(wr.label), "-" if wr.iteration is None else str(wr.iteration),
+                      Text(wr.last.text.strip()), f"{now - wr.last.seen:.0f}")
         lines = [
-            Text(f"{f['kind']}: {f['cause']}", style="bold red" if f["kind"] != "end" else "")
+            Text(f"{f['kind']}: {f['cause']}" + (f" Fix: {f['fix']}" if f["fix"] else ""),
+                 style="bold" if f["kind"] != "end" else "")
             for f in self.findings[-SHOWN_FINDINGS:]
         ]
         return Group(t, *lines)
