@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class Watcher:
         self.cfg = cfg
         self.clock = clock
         cat = cfg.options.catalog or load_catalog(list(cfg.options.patterns))
-        self.options = AnalyzeOptions(**{**cfg.options.__dict__, "catalog": cat})
+        self.options = replace(cfg.options, catalog=cat)
         self.tailer = Tailer([Path(p) for p in cfg.paths])
         self.writers = Writers(cat)
         self._alarms = 0

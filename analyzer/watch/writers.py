@@ -70,6 +70,8 @@ class Writers:
 
     def __post_init__(self) -> None:
         self._matcher = LineMatcher(self.catalog)
+        self._progress_lines = 0
+        self._cadence: tuple[int, float | None] = (-1, None)
 
     def feed(self, chunk: Chunk, now: float) -> None:
         """Read one file's new lines, seen at ``now``."""
@@ -104,6 +106,7 @@ class Writers:
         if pattern.role in _ALARM:
             self.alarms += 1
         if PROGRESS_TAG in pattern.tags:
+            self._progress_lines += 1
             self._progress(w, fields, now)
 
     @staticmethod
@@ -121,5 +124,9 @@ class Writers:
 
     def cadence(self) -> float | None:
         """The median interval between progress lines, over every writer (None: too few)."""
+        if self._cadence[0] == self._progress_lines:  # at rest: no new progress line
+            return self._cadence[1]
         every = [x for w in self.by_key.values() for x in w.intervals]
-        return statistics.median(every) if len(every) >= 2 else None
+        got = statistics.median(every) if len(every) >= 2 else None
+        self._cadence = (self._progress_lines, got)
+        return got
