@@ -322,3 +322,20 @@ def test_the_live_view_on_a_terminal_shows_log_lines_as_text_and_the_findings() 
     assert "internal error" not in out
     assert "failure: An uncaught IndexError" in out and "end: An uncaught IndexError" in out
     assert "pair.cc" in out
+
+
+def test_ranks_from_srun_task_and_torchrun_local_rank(tmp_path: Path, catalog: Catalog) -> None:
+    # real: srun --label and torchrun --tee 3 (``1: [default1]:``), two ranks per node
+    lines = (REAL / "clean-success-verbose" / "slurm-1.out").read_bytes().splitlines(
+        keepends=True)
+    third = [i for i, ln in enumerate(lines) if b"| consumed samples:" in ln][2]
+    clock = Clock()
+    w = _watcher(tmp_path, catalog, clock, fixed=5.0)
+    _write(tmp_path / "slurm-1.out", lines[: third + 1])
+    w.poll()
+    clock.t += 6
+    (f,) = w.poll()
+    assert f["kind"] == "stall"
+    assert {"0", "1", "2", "3"} <= set(f["last_lines"])  # task x 2 + local rank
+    assert "iteration        3/" in f["last_lines"]["3"]["text"]
+    assert all(isinstance(r, int) for r in f["ranks"]) and f["rank"] in (0, 1, 2, 3)

@@ -121,7 +121,8 @@ class Watcher:
         return [self._stall_finding(s, now)]
 
     def _stall_finding(self, s: Stall, now: float) -> dict[str, Any]:
-        names = ", ".join(w.label for w in s.culprits)
+        ws = self.writers
+        names = ", ".join(ws.name(w) for w in s.culprits)
         first = s.culprits[0]
         cause = (
             f"no progress line for {s.silent_for:.0f} s (threshold {s.threshold:.0f} s); "
@@ -129,13 +130,13 @@ class Watcher:
         )
         others = [w for w in s.everyone if w not in s.culprits]
         return finding(
-            "stall", self.cfg.label, now, cause, rank=first.rank,
-            ranks=[w.rank for w in s.culprits if w.rank is not None], category="stall",
+            "stall", self.cfg.label, now, cause, rank=ws.rank_of(first),
+            ranks=[r for r in map(ws.rank_of, s.culprits) if r is not None], category="stall",
             fix=(
-                f"see what {first.label} is doing (py-spy dump --pid PID, a Flight Recorder "
+                f"see what {ws.name(first)} is doing (py-spy dump --pid PID, a Flight Recorder "
                 "dump); its last line says where it stopped"
             ),
-            last_lines=last_lines([*s.culprits, *others]),
+            last_lines=last_lines(ws, [*s.culprits, *others]),
             silent_for_s=round(s.silent_for, 3), threshold_s=round(s.threshold, 3),
             ncclras=self._ask_ncclras() if self.cfg.ncclras else None,
         )
@@ -146,13 +147,15 @@ class Watcher:
         labels = {w.label for w in found}
         new = [w for w in found if w.label not in self._straggling]
         self._straggling = labels
-        limit = self.cfg.thresholds.threshold(self.writers.cadence())
+        ws = self.writers
+        limit = self.cfg.thresholds.threshold(ws.cadence())
         return [
             finding(
                 "straggler", self.cfg.label, now,
-                f"{w.label} is at iteration {w.iteration} while the others are ahead",
-                rank=w.rank, ranks=[w.rank] if w.rank is not None else [], category="straggler",
-                last_lines=last_lines([w]), silent_for_s=round(now - (w.iteration_at or now), 3),
+                f"{ws.name(w)} is at iteration {w.iteration} while the others are ahead",
+                rank=ws.rank_of(w), ranks=[r for r in [ws.rank_of(w)] if r is not None],
+                category="straggler", last_lines=last_lines(ws, [w]),
+                silent_for_s=round(now - (w.iteration_at or now), 3),
                 threshold_s=round(limit, 3),
             )
             for w in new

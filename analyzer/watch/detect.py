@@ -54,7 +54,7 @@ def find_stall(ws: Writers, now: float, th: Thresholds) -> Stall | None:
     silent = now - newest
     if silent <= limit:
         return None
-    everyone = _processes(sorted(ws.by_key.values(), key=lambda w: w.last.seen))
+    everyone = _processes(ws, sorted(ws.by_key.values(), key=lambda w: w.last.seen))
     oldest = everyone[0].last.seen
     culprits = [w for w in everyone if w.last.seen - oldest <= CULPRIT_GAP_S]
     if len(culprits) == len(everyone) and len(everyone) > 1:
@@ -63,13 +63,13 @@ def find_stall(ws: Writers, now: float, th: Thresholds) -> Stall | None:
     return Stall(silent, limit, culprits, everyone)
 
 
-def _processes(writers: list[Writer]) -> list[Writer]:
+def _processes(ws: Writers, writers: list[Writer]) -> list[Writer]:
     """The writers that are training processes: those with a rank when any has one, else
     those with an srun task or local rank, else all (a launcher's own lines are none)."""
-    ranked = [w for w in writers if w.rank is not None]
+    ranked = [w for w in writers if ws.rank_of(w) is not None]
     if ranked:
         return ranked
-    tasks = [w for w in writers if w.label.endswith("]") or ":" in w.label]
+    tasks = [w for w in writers if w.task is not None or w.local_rank is not None]
     return tasks or writers
 
 

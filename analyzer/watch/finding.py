@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from analyzer.watch.writers import Writer
+from analyzer.watch.writers import Writer, Writers
 
 SCHEMA_VERSION = 1
 KINDS = ("failure", "stall", "straggler", "end")
@@ -18,10 +18,10 @@ def iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
-def last_lines(writers: list[Writer]) -> dict[str, dict[str, Any]]:
+def last_lines(ws: Writers, writers: list[Writer]) -> dict[str, dict[str, Any]]:
     """Each writer's newest line, keyed by its rank (or its file and task)."""
     return {
-        w.label: {"time": iso(w.last.seen), "text": w.last.text, "file": w.last.file,
+        ws.name(w): {"time": iso(w.last.seen), "text": w.last.text, "file": w.last.file,
                   "line": w.last.line}
         for w in writers[:MAX_LAST_LINES]
     }

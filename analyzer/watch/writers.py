@@ -49,7 +49,10 @@ class Writer:
 
     label: str
     rank: int | None
+    """The rank its lines name (``[rank3]:``); see ``Writers.rank_of`` for an inferred one."""
     last: LastLine
+    task: int | None = None
+    local_rank: int | None = None
     progress_at: float | None = None
     iteration: int | None = None
     iteration_at: float | None = None
@@ -72,6 +75,9 @@ class Writers:
         self._matcher = LineMatcher(self.catalog)
         self._progress_lines = 0
         self._cadence: tuple[int, float | None] = (-1, None)
+        self._alias: dict[str, str] = {}
+        """A torchrun worker's place (file, srun task, local rank) -> its rank's key, once a
+        line of it named its rank (``[default1]:[rank3]:``): one writer, whatever it prints."""
 
     def feed(self, chunk: Chunk, now: float) -> None:
         """Read one file's new lines, seen at ``now``."""
@@ -82,17 +88,19 @@ class Writers:
     def _line(self, raw: bytes, rel: str, number: int, now: float) -> None:
         text, pre = self._matcher.line(raw)
         msg = pre.message
+        where = f"{rel}:{pre.task}" if pre.task is not None else rel
+        if pre.local_rank is not None:
+            where += f"[{pre.local_rank}]"
         if pre.rank is not None:
             key, label, rank = f"r{pre.rank}", str(pre.rank), pre.rank
+            if pre.local_rank is not None and self._alias.get(where) != key:
+                self._merge(where, key)
         else:
-            where = f"{rel}:{pre.task}" if pre.task is not None else rel
-            if pre.local_rank is not None:
-                where += f"[{pre.local_rank}]"
-            key, label, rank = where, where, None
+            key, label, rank = self._alias.get(where, where), where, None
         w = self.by_key.get(key)
         last = LastLine(now, text, rel, number)
         if w is None:
-            w = self.by_key[key] = Writer(label, rank, last)
+            w = self.by_key[key] = Writer(label, rank, last, pre.task, pre.local_rank)
         else:
             w.last = last
         if any(m in msg for m in END_MARKERS):
@@ -109,6 +117,22 @@ class Writers:
             self._progress_lines += 1
             self._progress(w, fields, now)
 
+    def _merge(self, where: str, key: str) -> None:
+        """From now on ``where``'s lines are ``key``'s; what ``where`` printed joins it."""
+        self._alias[where] = key
+        old = self.by_key.pop(where, None)
+        w = self.by_key.get(key)
+        if old is None:
+            return
+        if w is None:
+            self.by_key[key] = old
+            return
+        if old.last.seen > w.last.seen:
+            w.last = old.last
+        if old.progress_at is not None and (w.progress_at or 0.0) <= old.progress_at:
+            w.progress_at, w.intervals = old.progress_at, old.intervals
+            w.iteration, w.iteration_at = old.iteration, old.iteration_at
+
     @staticmethod
     def _progress(w: Writer, fields: dict[str, str], now: float) -> None:
         if w.progress_at is not None and now > w.progress_at:
@@ -117,6 +141,22 @@ class Writers:
         it = fields.get("iteration")
         if it is not None and it.isdigit():
             w.iteration, w.iteration_at = int(it), now
+
+    def rank_of(self, w: Writer) -> int | None:
+        """``w``'s rank: the one its lines name, else srun's task x the ranks per node +
+        torchrun's local rank (one task per node, as torchrun is launched), else None."""
+        if w.rank is not None:
+            return w.rank
+        if w.task is None or w.local_rank is None:
+            return None
+        nproc = 1 + max((x.local_rank for x in self.by_key.values() if x.local_rank is not None),
+                        default=0)
+        return w.task * nproc + w.local_rank
+
+    def name(self, w: Writer) -> str:
+        """How findings name ``w``: its rank, else its file and srun task."""
+        r = self.rank_of(w)
+        return w.label if r is None else str(r)
 
     def progressing(self) -> list[Writer]:
         """The writers that printed a progress line."""
