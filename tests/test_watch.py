@@ -339,3 +339,31 @@ def test_ranks_from_srun_task_and_torchrun_local_rank(tmp_path: Path, catalog: C
     assert {"0", "1", "2", "3"} <= set(f["last_lines"])  # task x 2 + local rank
     assert "iteration        3/" in f["last_lines"]["3"]["text"]
     assert all(isinstance(r, int) for r in f["ranks"]) and f["rank"] in (0, 1, 2, 3)
+
+
+def _per_rank(iteration_line: bytes, ranks: range) -> list[bytes]:
+    # synthetic: a real iteration line of the clean job under each rank's ``[rankN]: ``
+    return [b"[rank%d]: %s" % (r, iteration_line.split(b": ", 1)[1]) for r in ranks]
+
+
+# synthetic: harness/train.py's slow-save fault line (Megatron's checkpoint message)
+SAVING = b"[rank3]: saving checkpoint at iteration       3 to /ckpt in torch format\n"
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["others-ahead", "same-iteration"])
+def test_stall_names_the_rank_silent_in_a_checkpoint_save(
+    tmp_path: Path, catalog: Catalog, ahead: bool
+) -> None:
+    its = CLEAN[FIRST_ITERATION : FIRST_ITERATION + 4]
+    lines = [ln for it in its[:3] for ln in _per_rank(it, range(4))] + [SAVING]
+    if ahead:  # the others logged the next iteration and wait in its all-reduce
+        lines += _per_rank(its[3], range(3))
+    clock = Clock()
+    w = _watcher(tmp_path, catalog, clock, fixed=5.0)
+    _write(tmp_path / "train.log", lines)  # all in one poll: one time for every line
+    assert w.poll() == []
+    clock.t += 6
+    (f,) = w.poll()
+    assert (f["kind"], f["rank"], f["ranks"]) == ("stall", 3, [3])
+    assert "saving checkpoint" in f["last_lines"]["3"]["text"]
+    assert list(f["last_lines"])[0] == "3"

@@ -124,10 +124,12 @@ class Watcher:
         ws = self.writers
         names = ", ".join(ws.name(w) for w in s.culprits)
         first = s.culprits[0]
-        cause = (
-            f"no progress line for {s.silent_for:.0f} s (threshold {s.threshold:.0f} s); "
-            f"output stopped first on {names}, whose last line was: {first.last.text.strip()}"
-        )
+        head = f"no progress line for {s.silent_for:.0f} s (threshold {s.threshold:.0f} s); "
+        if len(s.culprits) == len(s.everyone) > 1:
+            cause = head + "every rank stopped at the same point: the logs do not say which first"
+        else:
+            cause = head + (f"output stopped first on {names}, whose last line was: "
+                            f"{first.last.text.strip()}")
         others = [w for w in s.everyone if w not in s.culprits]
         return finding(
             "stall", self.cfg.label, now, cause, rank=ws.rank_of(first),

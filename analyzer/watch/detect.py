@@ -55,12 +55,22 @@ def find_stall(ws: Writers, now: float, th: Thresholds) -> Stall | None:
     if silent <= limit:
         return None
     everyone = _processes(ws, sorted(ws.by_key.values(), key=lambda w: w.last.seen))
-    oldest = everyone[0].last.seen
-    culprits = [w for w in everyone if w.last.seen - oldest <= CULPRIT_GAP_S]
-    if len(culprits) == len(everyone) and len(everyone) > 1:
-        # everyone stopped at once: the ranks that never reached the newest progress
-        culprits = [w for w in prog if (w.progress_at or 0.0) < newest] or culprits
-    return Stall(silent, limit, culprits, everyone)
+    return Stall(silent, limit, _culprits(everyone), everyone)
+
+
+def _culprits(procs: list[Writer]) -> list[Writer]:
+    """Who stopped first: the ranks at the lowest iteration when the ranks' iterations differ;
+    else those whose last line is older than the others' (by more than ``CULPRIT_GAP_S``);
+    else those whose last line is not a progress line while the others' are; else all."""
+    its = [w.iteration for w in procs if w.iteration is not None]
+    if len(its) >= 2 and min(its) < max(its):
+        return [w for w in procs if w.iteration == min(its)]
+    oldest = procs[0].last.seen
+    early = [w for w in procs if w.last.seen - oldest <= CULPRIT_GAP_S]
+    if len(early) < len(procs):
+        return early
+    off = [w for w in procs if not w.last.progress]
+    return off if 0 < len(off) < len(procs) else procs
 
 
 def _processes(ws: Writers, writers: list[Writer]) -> list[Writer]:

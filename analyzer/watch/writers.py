@@ -41,6 +41,8 @@ class LastLine:
     text: str
     file: str
     line: int
+    progress: bool = False
+    """The line is a progress line."""
 
 
 @dataclass
@@ -114,6 +116,7 @@ class Writers:
         if pattern.role in _ALARM:
             self.alarms += 1
         if PROGRESS_TAG in pattern.tags:
+            last.progress = True
             self._progress_lines += 1
             self._progress(w, fields, now)
 
