@@ -366,4 +366,31 @@ def test_stall_names_the_rank_silent_in_a_checkpoint_save(
     (f,) = w.poll()
     assert (f["kind"], f["rank"], f["ranks"]) == ("stall", 3, [3])
     assert "saving checkpoint" in f["last_lines"]["3"]["text"]
-    assert list(f["last_lines"])[0] == "3"
+    assert next(iter(f["last_lines"])) == "3"
+
+
+def test_ncclras_report_joins_the_stall_finding(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.watch.ncclras as ras
+
+    asked: list[float] = []
+    report = {"dead_processes": {"count": 1}}
+
+    def ask(timeout: float) -> dict[str, Any]:
+        asked.append(timeout)
+        return report
+
+    monkeypatch.setattr(ras, "ask_ncclras", ask)
+    clock = Clock()
+    log = tmp_path / "slurm-13.out"
+    _write(log, CLEAN[: FIRST_ITERATION + 3])
+    cfg = WatchConfig([str(tmp_path)], "job", AnalyzeOptions(catalog=catalog, workers=1),
+                      Thresholds(fixed=5.0), ncclras=True)
+    w = Watcher(cfg, clock)
+    w.poll()
+    assert asked == []  # asked only on a stall
+    clock.t += 6
+    (f,) = w.poll()
+    assert f["ncclras"] == report and len(asked) == 1
+    _validator().validate(f)
