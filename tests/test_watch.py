@@ -67,6 +67,8 @@ def test_failure_finding_carries_the_postmortems_verdict(tmp_path: Path, catalog
     assert w.poll() == []  # training, no failure yet
     _write(log, CASCADE[60:])
     clock.t += 2
+    assert w.poll() == []  # failure lines came: decided at the next poll that brings none
+    clock.t += 2
     found = w.poll()
     assert [f["kind"] for f in found] == ["failure"]
     f = found[0]
@@ -74,6 +76,22 @@ def test_failure_finding_carries_the_postmortems_verdict(tmp_path: Path, catalog
     assert f["verdict"] == expected and f["rank"] == 2 and f["category"] == "python_exception"
     clock.t += 2
     assert w.poll() == []  # once per failure
+
+
+def test_a_failure_written_over_many_polls_is_decided_after_three(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    clock = Clock()
+    log = tmp_path / "slurm-7.out"
+    _write(log, CASCADE[:62])
+    w = _watcher(tmp_path, catalog, clock)
+    w.poll()
+    kinds = []
+    for i in range(62, 66):  # one traceback line per poll: still coming
+        _write(log, [CASCADE[i]])
+        clock.t += 1
+        kinds.append([f["kind"] for f in w.poll()])
+    assert kinds == [[], [], ["failure"], []]
 
 
 def test_end_finding_is_byte_identical_to_the_postmortem(tmp_path: Path, catalog: Catalog) -> None:
@@ -186,6 +204,7 @@ def test_every_finding_validates_against_the_schema(tmp_path: Path, catalog: Cat
     clock.t += 3
     found = w.poll()
     _write(tmp_path / "slurm-13.out", CASCADE)  # a second job's failure written into it
+    found += w.poll()
     found += w.poll()
     found.append(w.end())
     assert {f["kind"] for f in found} == {"stall", "failure", "end"}

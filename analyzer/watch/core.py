@@ -20,6 +20,9 @@ from analyzer.watch.writers import Writers
 
 QUIET_POLLS = 2
 """Polls without a new byte after an end line before a directory's job counts as ended."""
+SETTLE_POLLS = 3
+"""A failure's lines are decided once a poll reads no new byte, or after this many polls:
+a cascade is written over a few seconds, and its first lines alone can name a wrong rank."""
 
 
 @dataclass
@@ -46,6 +49,8 @@ class Watcher:
         self.tailer = Tailer([Path(p) for p in cfg.paths])
         self.writers = Writers(cat)
         self._alarms = 0
+        self._pending = 0
+        """Polls since failure lines came that were not decided yet (0: none pending)."""
         self._failures: set[tuple[Any, ...]] = set()
         self._stalled = False
         self._straggling: set[str] = set()
@@ -59,9 +64,11 @@ class Watcher:
             self.writers.feed(chunk, now)
         self._quiet = 0 if self.tailer.grew else self._quiet + 1
         out: list[dict[str, Any]] = []
-        if self.writers.alarms > self._alarms:
+        if self.writers.alarms > self._alarms or self._pending:
             self._alarms = self.writers.alarms
-            out += self._failure(now)
+            self._pending += 1
+            if not self.tailer.grew or self._pending >= SETTLE_POLLS:
+                out += self.settle()
         out += self._stall(now)
         out += self._stragglers(now)
         return out
@@ -89,9 +96,17 @@ class Watcher:
         return finding(
             "end", self.cfg.label, self.clock(), cause,
             rank=v.rank if v else None, ranks=[v.rank] if v and v.rank is not None else [],
-            node=v.node if v else None, category=v.category if v else None,
+            node=v.node if v else None, category=str(v.category) if v else None,
             fix=v.fix if v else None, verdict=obj.get("verdict"), diagnosis=obj,
         )
+
+    def settle(self) -> list[dict[str, Any]]:
+        """The failure finding of the failure lines not decided yet (the loop calls it before
+        the end)."""
+        if not self._pending:
+            return []
+        self._pending = 0
+        return self._failure(self.clock())
 
     def _failure(self, now: float) -> list[dict[str, Any]]:
         """The post-mortem's verdict on the logs so far, once per (category, rank, pattern)."""
@@ -105,8 +120,8 @@ class Watcher:
         self._failures.add(key)
         return [finding(
             "failure", self.cfg.label, now, v.cause, rank=v.rank,
-            ranks=[v.rank] if v.rank is not None else [], node=v.node, category=v.category,
-            fix=v.fix, verdict=json.loads(line)["verdict"],
+            ranks=[v.rank] if v.rank is not None else [], node=v.node,
+            category=str(v.category), fix=v.fix, verdict=json.loads(line)["verdict"],
         )]
 
     def _stall(self, now: float) -> list[dict[str, Any]]:

@@ -45,6 +45,10 @@ def watch_loop(
             if max_seconds is not None and w.clock() - start >= max_seconds:
                 break
             sleep(interval)
+        for f in w.settle():  # failure lines of the last polls, not decided yet
+            emit(f)
+            if f["kind"] in wanted:
+                return EXIT_CONDITION
     except KeyboardInterrupt:
         pass
     emit(w.end())
