@@ -120,7 +120,11 @@ def test_a_clean_job_gives_no_finding_and_ends(tmp_path: Path, catalog: Catalog)
     w.poll()
     clock.t += 2
     w.poll()
+    assert not w.ended()  # two quiet polls, but only 4 s
+    clock.t += 1.5
     assert w.ended()
+    clock.t += 600  # the last iteration long ago: the job is ending, that is no stall
+    assert w.poll() == []
     assert w.end()["diagnosis"]["status"] == "ok"
 
 

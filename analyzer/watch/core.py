@@ -20,6 +20,9 @@ from analyzer.watch.writers import Writers
 
 QUIET_POLLS = 2
 """Polls without a new byte after an end line before a directory's job counts as ended."""
+END_QUIET_S = 5.0
+"""...and at least this many seconds: a worker's exit and its launcher's lines come seconds
+apart (an exception's traceback, then the exit)."""
 SETTLE_POLLS = 3
 """A failure's lines are decided once a poll reads no new byte, or after this many polls:
 a cascade is written over a few seconds, and its first lines alone can name a wrong rank."""
@@ -55,6 +58,7 @@ class Watcher:
         self._stalled = False
         self._straggling: set[str] = set()
         self._quiet = 0
+        self._grew_at = clock()
         self._gone = False
 
     def poll(self) -> list[dict[str, Any]]:
@@ -63,6 +67,8 @@ class Watcher:
         for chunk in self.tailer.poll():
             self.writers.feed(chunk, now)
         self._quiet = 0 if self.tailer.grew else self._quiet + 1
+        if self.tailer.grew:
+            self._grew_at = now
         out: list[dict[str, Any]] = []
         if self.writers.alarms > self._alarms or self._pending:
             self._alarms = self.writers.alarms
@@ -75,12 +81,13 @@ class Watcher:
 
     def ended(self) -> bool:
         """Whether the job ended: SLURM says so, or its end lines were read and nothing grew
-        for ``QUIET_POLLS`` polls."""
+        for ``QUIET_POLLS`` polls and ``END_QUIET_S`` seconds."""
         if self.cfg.job_alive is not None:
             if not self._gone:
                 self._gone = not self.cfg.job_alive()
             return self._gone
-        return self.writers.ended and self._quiet >= QUIET_POLLS
+        return (self.writers.ended and self._quiet >= QUIET_POLLS
+                and self.clock() - self._grew_at >= END_QUIET_S)
 
     def end(self) -> dict[str, Any]:
         """The ``end`` finding: the post-mortem of everything written (``diagnosis``: the
@@ -125,8 +132,9 @@ class Watcher:
         )]
 
     def _stall(self, now: float) -> list[dict[str, Any]]:
-        """A stall finding once per episode (a progress line ends the episode)."""
-        s = find_stall(self.writers, now, self.cfg.thresholds)
+        """A stall finding once per episode (a progress line ends the episode); none once an
+        end line was read (the job is ending: its last iteration is no stall)."""
+        s = None if self.writers.ended else find_stall(self.writers, now, self.cfg.thresholds)
         if s is None:
             self._stalled = False
             return []
