@@ -417,3 +417,39 @@ def test_ncclras_report_joins_the_stall_finding(
     (f,) = w.poll()
     assert f["ncclras"] == report and len(asked) == 1
     _validator().validate(f)
+
+
+SCONTROL = """#!/bin/bash
+if [[ "$1 $2 $3" == "-o show job" && "$4" == "7" ]]; then
+  echo "JobId=7 JobName=train UserId=me(1000) JobState=FAILED Reason=NonZeroExitCode \\
+ExitCode=1:0 NodeList=node001 NumNodes=1 WorkDir=$FAKE_DIR \\
+StdErr=$FAKE_DIR/slurm-7.out StdOut=$FAKE_DIR/slurm-7.out"
+  exit 0
+fi
+if [[ "$1 $2 $3" == "-o show job" ]]; then
+  echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1
+fi
+exit 1
+"""
+
+
+def test_a_job_id_is_watched_until_squeue_no_longer_lists_it(tmp_path: Path) -> None:
+    # stand-ins for scontrol (the job's record) and squeue (the job is no longer queued)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("scontrol", SCONTROL), ("squeue", "#!/bin/bash\nexit 0\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "slurm-7.out").write_bytes(b"".join(CASCADE))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_DIR": str(job), "SLURM_CONF": None}
+    r = cli_in_process("watch", "7", "--interval", "0.05", env=env)
+    assert r.returncode == 0, r.stderr
+    found = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [f["kind"] for f in found] == ["failure", "end"]
+    after = cli_in_process("7", "-f", "json", env=env).stdout
+    assert json_line(found[-1]["diagnosis"]) == after
+    assert found[-1]["job"] == "7"
+    r = cli_in_process("watch", "8", "--once", env=env)
+    assert r.returncode == 3 and "Invalid job id" in r.stderr

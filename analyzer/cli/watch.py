@@ -19,6 +19,7 @@ EXIT_UNREADABLE = 3
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from analyzer.api import AnalyzeOptions
     from analyzer.read.slurmjob import SlurmJob
 
 
@@ -54,6 +55,25 @@ def _in_queue(job_id: str) -> Callable[[], bool]:
         return r.returncode == 0 and bool(r.stdout.strip())
 
     return alive
+
+
+def _relook(job: str, looked: list[SlurmJob]) -> Callable[[AnalyzeOptions], AnalyzeOptions]:
+    """The final post-mortem's options: SLURM's record of the job as it is now (its end
+    state), as ``mcore-diagnose JOBID`` reads it; the first record when it cannot be had."""
+
+    def final(options: AnalyzeOptions) -> AnalyzeOptions:
+        from dataclasses import replace
+
+        from analyzer.read.slurmjob import SlurmJobError, lookup
+
+        try:
+            j = lookup(job)
+        except SlurmJobError:
+            return options
+        looked.append(j)
+        return replace(options, scheduler=j)
+
+    return final
 
 
 def _target(job: str) -> tuple[list[str], SlurmJob | None]:
@@ -164,9 +184,11 @@ def watch_cmd(
     paths, slurm = _target(job)
     out = _open_output(output, paths)
     options = AnalyzeOptions(catalog=_load_catalog(patterns), workers=1, scheduler=slurm)
+    looked: list[SlurmJob] = [slurm] if slurm is not None else []
     cfg = WatchConfig(
         paths, job, options, Thresholds(stall_factor, min_stall, stall_after), ncclras,
         _in_queue(job) if slurm is not None else None,
+        _relook(job, looked) if slurm is not None else None,
     )
     w = Watcher(cfg)
     live = out is None and (fmt or _default_format()) == WatchFormat.terminal
@@ -175,8 +197,8 @@ def watch_cmd(
     finally:
         if out is not None:
             out.close()
-        if slurm is not None:
-            slurm.cleanup()
+        for j in looked:
+            j.cleanup()
     raise typer.Exit(code)
 
 

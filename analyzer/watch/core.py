@@ -39,6 +39,9 @@ class WatchConfig:
     ncclras: bool = False
     job_alive: Callable[[], bool] | None = None
     """For a SLURM job id: whether the job is still in the queue (None: a directory)."""
+    final: Callable[[AnalyzeOptions], AnalyzeOptions] | None = None
+    """For a SLURM job id: the options of the final post-mortem (SLURM's record looked up
+    again, as ``mcore-diagnose JOBID`` would after the end)."""
 
 
 class Watcher:
@@ -92,7 +95,8 @@ class Watcher:
     def end(self) -> dict[str, Any]:
         """The ``end`` finding: the post-mortem of everything written (``diagnosis``: the
         object ``mcore-diagnose PATHS -f json`` prints)."""
-        line, d = postmortem(self.cfg.paths, self.options, self.cfg.label)
+        options = self.options if self.cfg.final is None else self.cfg.final(self.options)
+        line, d = postmortem(self.cfg.paths, options, self.cfg.label)
         obj = json.loads(line)
         v = d.verdict if d is not None and d.status == "failed" else None
         cause = v.cause if v is not None else (
