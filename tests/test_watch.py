@@ -453,3 +453,15 @@ def test_a_job_id_is_watched_until_squeue_no_longer_lists_it(tmp_path: Path) -> 
     assert found[-1]["job"] == "7"
     r = cli_in_process("watch", "8", "--once", env=env)
     assert r.returncode == 3 and "Invalid job id" in r.stderr
+
+
+def test_torchrun_log_dir_files_are_their_local_ranks(tmp_path: Path, catalog: Catalog) -> None:
+    # real: torchrun --log-dir per-rank files (attempt_0/<local rank>/stdout.log)
+    import shutil
+
+    shutil.copytree(REAL / "sigkill-rank" / "torchrun-logs", tmp_path / "torchrun-logs")
+    w = _watcher(tmp_path, catalog, Clock())
+    w.poll()
+    places = {(wr.label, wr.local_rank) for wr in w.writers.by_key.values()}
+    assert ("torchrun-logs/9_v1up0kes/attempt_0/1/stderr.log", 1) in places
+    assert ("torchrun-logs/9_v1up0kes/attempt_0/0/stdout.log", 0) in places

@@ -30,6 +30,9 @@ class Tracked:
     offset: int = 0
     line: int = 0
     """Complete lines read so far (the next line's number is ``line + 1``)."""
+    task: int | None = None
+    local_rank: int | None = None
+    """What the file's path says (``analyzer.read.discover``: torchrun's ``--log-dir``)."""
 
 
 @dataclass
@@ -41,6 +44,8 @@ class Chunk:
     lines: list[bytes]
     restarted: bool = False
     """The file was truncated or replaced: its reading started again at 0."""
+    task: int | None = None
+    local_rank: int | None = None
 
 
 @dataclass
@@ -85,10 +90,11 @@ class Tailer:
         self._logs = {
             lf.path for lf in d.files if not lf.compressed and not lf.is_error_json
         }
-        rels = {lf.path: lf.rel for lf in d.files}
+        found = {lf.path: lf for lf in d.files}
         for p in self._logs:
             if p not in self.files:
-                self._adopt(p, rels.get(p, p.name), now)
+                self._adopt(p, found[p].rel, now)
+                self.files[p].task, self.files[p].local_rank = found[p].task, found[p].local_rank
 
     def _adopt(self, p: Path, rel: str, now: dict[Path, tuple[int, int]]) -> None:
         """Follow ``p``: a file renamed to ``p`` keeps its offset; a new file that took the
@@ -140,4 +146,5 @@ class Tailer:
         first = t.line + 1
         t.offset += end + 1
         t.line += len(lines)
-        return Chunk(t.rel, first, [ln.rstrip(b"\r") for ln in lines], restarted)
+        return Chunk(t.rel, first, [ln.rstrip(b"\r") for ln in lines], restarted, t.task,
+                     t.local_rank)

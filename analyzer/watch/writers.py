@@ -85,24 +85,27 @@ class Writers:
         """Read one file's new lines, seen at ``now``."""
         for i, raw in enumerate(chunk.lines):
             if raw.strip():
-                self._line(raw, chunk.rel, chunk.first_line + i, now)
+                self._line(raw, chunk, chunk.first_line + i, now)
 
-    def _line(self, raw: bytes, rel: str, number: int, now: float) -> None:
+    def _line(self, raw: bytes, chunk: Chunk, number: int, now: float) -> None:
         text, pre = self._matcher.line(raw)
         msg = pre.message
+        rel = chunk.rel
+        task = chunk.task if pre.task is None else pre.task
+        local = chunk.local_rank if pre.local_rank is None else pre.local_rank
         where = f"{rel}:{pre.task}" if pre.task is not None else rel
         if pre.local_rank is not None:
             where += f"[{pre.local_rank}]"
         if pre.rank is not None:
             key, label, rank = f"r{pre.rank}", str(pre.rank), pre.rank
-            if pre.local_rank is not None and self._alias.get(where) != key:
+            if local is not None and self._alias.get(where) != key:
                 self._merge(where, key)
         else:
             key, label, rank = self._alias.get(where, where), where, None
         w = self.by_key.get(key)
         last = LastLine(now, text, rel, number)
         if w is None:
-            w = self.by_key[key] = Writer(label, rank, last, pre.task, pre.local_rank)
+            w = self.by_key[key] = Writer(label, rank, last, task, local)
         else:
             w.last = last
         if any(m in msg for m in END_MARKERS):
