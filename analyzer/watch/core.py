@@ -23,9 +23,11 @@ QUIET_POLLS = 2
 END_QUIET_S = 5.0
 """...and at least this many seconds: a worker's exit and its launcher's lines come seconds
 apart (an exception's traceback, then the exit)."""
-SETTLE_POLLS = 3
-"""A failure's lines are decided once a poll reads no new byte, or after this many polls:
-a cascade is written over a few seconds, and its first lines alone can name a wrong rank."""
+SETTLE_QUIET_S = 2.0
+SETTLE_MAX_S = 6.0
+"""A failure's lines are decided once nothing was written for ``SETTLE_QUIET_S``, or
+``SETTLE_MAX_S`` after the first of them: a cascade is written over a few seconds (the other
+ranks' errors follow the first), and its first lines alone can name no rank or a wrong one."""
 
 
 @dataclass
@@ -55,8 +57,8 @@ class Watcher:
         self.tailer = Tailer([Path(p) for p in cfg.paths])
         self.writers = Writers(cat)
         self._alarms = 0
-        self._pending = 0
-        """Polls since failure lines came that were not decided yet (0: none pending)."""
+        self._pending: float | None = None
+        """When failure lines not decided yet were first read (None: none pending)."""
         self._failures: set[tuple[Any, ...]] = set()
         self._stalled = False
         self._straggling: set[str] = set()
@@ -73,11 +75,13 @@ class Watcher:
         if self.tailer.grew:
             self._grew_at = now
         out: list[dict[str, Any]] = []
-        if self.writers.alarms > self._alarms or self._pending:
-            self._alarms = self.writers.alarms
-            self._pending += 1
-            if not self.tailer.grew or self._pending >= SETTLE_POLLS:
-                out += self.settle()
+        if self.writers.alarms > self._alarms and self._pending is None:
+            self._pending = now
+        self._alarms = self.writers.alarms
+        if self._pending is not None and (
+            now - self._grew_at >= SETTLE_QUIET_S or now - self._pending >= SETTLE_MAX_S
+        ):
+            out += self.settle()
         out += self._stall(now)
         out += self._stragglers(now)
         return out
@@ -114,9 +118,9 @@ class Watcher:
     def settle(self) -> list[dict[str, Any]]:
         """The failure finding of the failure lines not decided yet (the loop calls it before
         the end)."""
-        if not self._pending:
+        if self._pending is None:
             return []
-        self._pending = 0
+        self._pending = None
         return self._failure(self.clock())
 
     def _failure(self, now: float) -> list[dict[str, Any]]:
