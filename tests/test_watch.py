@@ -467,3 +467,10 @@ def test_torchrun_log_dir_files_are_their_local_ranks(tmp_path: Path, catalog: C
     places = {(wr.label, wr.local_rank) for wr in w.writers.by_key.values()}
     assert ("torchrun-logs/9_v1up0kes/attempt_0/0/stdout.log", 0) in places
     assert ("2", 0) in places  # [rank2]: lines of a local rank 0's stderr.log
+
+
+def test_help_fits_80_columns_and_names_the_exit_codes() -> None:
+    r = cli_in_process("watch", "--help", env={"COLUMNS": "80"})
+    assert r.returncode == 0
+    assert max(len(ln) for ln in r.stdout.splitlines()) <= 80
+    assert "4 a finding that --exit-on names" in " ".join(r.stdout.split())

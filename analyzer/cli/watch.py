@@ -167,8 +167,8 @@ def watch_cmd(
     """Watch a running job: report a failure, a stall, a straggler as soon as the logs show
     them, and the post-mortem's verdict when the job ends.
 
-    Exit codes: 0 the job ended (or --once, --max-seconds, Ctrl-C), 4 an --exit-on finding,
-    3 nothing to read (no such path or job), 64 usage error.
+    Exit codes: 0 the job ended (or --once, --max-seconds, Ctrl-C), 4 a finding that
+    --exit-on names, 3 nothing to read (no such path or job), 64 usage error.
 
     Examples:
 
