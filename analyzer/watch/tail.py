@@ -24,7 +24,7 @@ MAX_READ = 64 << 20
 class Tracked:
     """One file followed: where it is, which inode, how far it was read."""
 
-    path: Path
+    path: str
     rel: str
     inode: int
     offset: int = 0
@@ -48,55 +48,67 @@ class Chunk:
     local_rank: int | None = None
 
 
+Stat = tuple[int, int]
+"""(inode, size) of a file."""
+
+
 @dataclass
 class Tailer:
     """Follow every log file under ``roots`` (directories or files)."""
 
     roots: list[Path]
-    files: dict[Path, Tracked] = field(default_factory=dict)
-    _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    _logs: set[Path] = field(default_factory=set)
+    files: dict[str, Tracked] = field(default_factory=dict)
+    """By path (strings, not Paths: a poll of 2,000 files at rest builds none)."""
+    _seen: dict[str, Stat] = field(default_factory=dict)
+    _empty: set[str] = field(default_factory=set)
+    """Files that were empty at the last poll (discovery skips them: asked again once they
+    grow)."""
+    _logs: set[str] = field(default_factory=set)
     grew: bool = False
     """Whether the last poll read any byte."""
 
-    def _walk(self) -> dict[Path, tuple[int, int]]:
-        """Every regular file under the roots: path -> (inode, size)."""
-        out: dict[Path, tuple[int, int]] = {}
-        stack = list(self.roots)
-        while stack:
-            p = stack.pop()
+    def _walk(self) -> dict[str, Stat]:
+        """Every regular file under the roots: path -> (inode, size); one ``scandir`` per
+        directory and one ``stat`` per file."""
+        out: dict[str, Stat] = {}
+        stack: list[str] = []
+        for r in map(str, self.roots):
             try:
-                if p.is_dir():
-                    with os.scandir(p) as it:
-                        for e in it:
-                            if e.is_dir(follow_symlinks=False):
-                                stack.append(Path(e.path))
-                            elif e.is_file():
-                                st = e.stat()
-                                out[Path(e.path)] = (st.st_ino, st.st_size)
+                if os.path.isdir(r):
+                    stack.append(r)
                 else:
-                    st = p.stat()
-                    out[p] = (st.st_ino, st.st_size)
+                    st = os.stat(r)
+                    out[r] = (st.st_ino, st.st_size)
+            except OSError:
+                continue
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as it:
+                    for e in it:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file():
+                            st = e.stat()
+                            out[e.path] = (st.st_ino, st.st_size)
             except OSError:
                 continue
         return out
 
-    def _refresh_logs(self, now: dict[Path, tuple[int, int]]) -> None:
+    def _refresh_logs(self, now: dict[str, Stat]) -> None:
         """Ask the post-mortem's discovery which files are logs, when the set changed."""
-        grown_empty = any(self._seen.get(p, (0, 0))[1] == 0 < s for p, (_i, s) in now.items())
-        if set(now) == set(self._seen) and not grown_empty:
+        grown_empty = any(now.get(p, (0, 0))[1] > 0 for p in self._empty)
+        if now.keys() == self._seen.keys() and not grown_empty:
             return
+        self._empty = {p for p, (_i, size) in now.items() if size == 0}
         d = discover(list(self.roots))
-        self._logs = {
-            lf.path for lf in d.files if not lf.compressed and not lf.is_error_json
-        }
-        found = {lf.path: lf for lf in d.files}
-        for p in self._logs:
+        found = {str(lf.path): lf for lf in d.files if not lf.compressed and not lf.is_error_json}
+        self._logs = set(found)
+        for p, lf in found.items():
             if p not in self.files:
-                self._adopt(p, found[p].rel, now)
-                self.files[p].task, self.files[p].local_rank = found[p].task, found[p].local_rank
+                self._adopt(p, lf.rel, now)
+                self.files[p].task, self.files[p].local_rank = lf.task, lf.local_rank
 
-    def _adopt(self, p: Path, rel: str, now: dict[Path, tuple[int, int]]) -> None:
+    def _adopt(self, p: str, rel: str, now: dict[str, Stat]) -> None:
         """Follow ``p``: a file renamed to ``p`` keeps its offset; a new file that took the
         old name is read from its start."""
         inode = now[p][0] if p in now else 0
@@ -133,7 +145,7 @@ class Tailer:
     def _read(self, t: Tracked, size: int, restarted: bool) -> Chunk | None:
         """The complete lines between ``t.offset`` and ``size``; a partial last line waits."""
         try:
-            with t.path.open("rb") as f:
+            with open(t.path, "rb") as f:
                 f.seek(t.offset)
                 data = f.read(min(size - t.offset, MAX_READ))
         except OSError:
