@@ -11,7 +11,10 @@ Faults (``--fault`` or env ``MCORE_FAULT``; rank ``--fault-rank``/``MCORE_FAULT_
 iteration ``--fault-iter``/``MCORE_FAULT_ITER``):
 
 ``none``              train to the end and exit 0
-``exception``         an out-of-bounds index on one rank (a real ``IndexError`` from torch)
+``exception``         an out-of-bounds index on one rank (a real ``IndexError`` from torch),
+                      ``MCORE_FAULT_PAUSE`` seconds (default 0) into the iteration: torchrun
+                      ``--tee`` relays stdout and stderr by separate threads, so without a pause
+                      the previous iteration's line can land after the traceback
 ``hang``              one rank sleeps forever before the gradient all-reduce; the others hit
                       the gloo timeout (``--distributed-timeout-seconds``)
 ``sigkill``           one rank SIGKILLs itself, as the kernel OOM killer would
@@ -305,6 +308,7 @@ def get_batch(
         0, args.vocab_size, (args.micro_batch_size, args.seq_length + 1), generator=gen
     )
     if args.fault == "exception" and rank == args.fault_rank and iteration == args.fault_iter:
+        time.sleep(float(os.environ.get("MCORE_FAULT_PAUSE", "0")))  # see the docstring
         # a data-pipeline bug: a sample index one past the end of the shard
         shard = torch.arange(args.global_batch_size * args.train_iters)
         _ = shard[len(shard)]

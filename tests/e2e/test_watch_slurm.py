@@ -65,6 +65,7 @@ def _scenario(name: str, fault: str, rank: int, iteration: int, iters: int = 24)
             "MCORE_FAULT_RANK": str(rank),
             "MCORE_FAULT_ITER": str(iteration),
             "MCORE_LOG_ALL_RANKS": "1",
+            "MCORE_FAULT_PAUSE": "1",
             "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[${rank}]:",
         },
         time_limit="00:06:00",
