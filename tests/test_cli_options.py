@@ -30,6 +30,8 @@ COMMANDS = [
     ["triage"],
     ["triage", "run"],
     ["triage", "merge"],
+    ["watch"],
+    ["recipes"],
 ]
 IDS = [" ".join(c) or "(root)" for c in COMMANDS]
 

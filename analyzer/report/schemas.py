@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = ("diagnose", "events", "triage", "catalog", "lint")
+SCHEMAS = ("diagnose", "events", "triage", "catalog", "lint", "watch")
 _CHECKOUT_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
