@@ -130,9 +130,11 @@ def _read_findings(
 
 
 def run_watched(
-    cluster: Cluster, root: Path, sc: Scenario, *, cancel_on_stall: bool = False
+    cluster: Cluster, root: Path, sc: Scenario, *, cancel_on_stall: bool = False,
+    by_job_id: bool = False,
 ) -> Watched:
-    """Submit ``sc``, watch its directory until the watcher exits; scancel in any case."""
+    """Submit ``sc``, watch its directory (or its job id) until the watcher exits; scancel in
+    any case."""
     job_dir = root / sc.name
     job_dir.mkdir(parents=True)
     (root / "tmp").mkdir(exist_ok=True)
@@ -145,7 +147,8 @@ def run_watched(
     w = Watched(job_id, job_dir)
     stop = threading.Event()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "analyzer", "watch", str(job_dir), "-f", "json",
+        [sys.executable, "-m", "analyzer", "watch", str(job_id) if by_job_id else str(job_dir),
+         "-f", "json",
          "--interval", "1", "--stall-after", str(STALL_AFTER_S),
          "--max-seconds", str(WATCH_MAX_S)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -180,8 +183,8 @@ def run_watched(
     return w
 
 
-def postmortem(cluster: Cluster, job_dir: Path) -> dict[str, Any]:
-    r = subprocess.run([sys.executable, "-m", "analyzer", str(job_dir), "-f", "json"],
+def postmortem(cluster: Cluster, target: str) -> dict[str, Any]:
+    r = subprocess.run([sys.executable, "-m", "analyzer", target, "-f", "json"],
                        capture_output=True, text=True, cwd=REPO, env=cluster.client_env(),
                        timeout=120, check=False)
     assert r.stdout.strip(), r.stderr
@@ -189,11 +192,12 @@ def postmortem(cluster: Cluster, job_dir: Path) -> dict[str, Any]:
     return result
 
 
-def check_end(cluster: Cluster, w: Watched) -> dict[str, Any]:
-    """The watcher ended with an ``end`` finding equal to the post-mortem; returns it."""
+def check_end(cluster: Cluster, w: Watched, target: str | None = None) -> dict[str, Any]:
+    """The watcher ended with an ``end`` finding equal to the post-mortem of the same
+    ``target`` (default: the job's directory); returns it."""
     assert w.rc in (0, 4), (w.rc, w.stderr)
     assert w.findings and w.findings[-1][1]["kind"] == "end", (w.kinds(), w.stderr)
-    after = postmortem(cluster, w.job_dir)
+    after = postmortem(cluster, target or str(w.job_dir))
     assert w.findings[-1][1]["diagnosis"] == after
     return after
 
@@ -246,3 +250,18 @@ def test_clean_run_has_no_finding(slurm_cluster: Cluster, watch_root: Path) -> N
     assert [k for k in w.kinds() if k in ("failure", "stall")] == [], w.findings
     after = check_end(slurm_cluster, w)
     assert after["status"] != "failed"
+
+
+def test_job_id_watched_until_it_leaves_the_queue(
+    slurm_cluster: Cluster, watch_root: Path
+) -> None:
+    """(c) again, watched by job id: scontrol gives the paths, the watcher stops once SLURM no
+    longer runs the job, and its end equals ``mcore-diagnose JOBID -f json``."""
+    w = run_watched(slurm_cluster, watch_root,
+                    _scenario("watch-exception-jobid", "exception", 2, 6), by_job_id=True)
+    _, _, failure = w.first("failure", "stall")
+    assert (failure["kind"], failure["category"], failure["rank"]) == (
+        "failure", "python_exception", 2)
+    after = check_end(slurm_cluster, w, str(w.job_id))
+    assert after["facts"]["slurm_state"] == "FAILED"
+
