@@ -11,13 +11,19 @@ process sent no data.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
 
+from analyzer.api import AnalyzeOptions
+from analyzer.catalog.model import Catalog
+from analyzer.watch.core import WatchConfig, Watcher
+from analyzer.watch.detect import Thresholds
 from analyzer.watch.ncclras import ask_ncclras, parse_ncclras
+from tests.helpers import REAL, ROOT
 
 # Synthetic, built from the format strings cited above (not a captured report).
 REPORT = """\
@@ -168,3 +174,57 @@ def test_ask_failing_client_gives_none(monkeypatch: pytest.MonkeyPatch, tmp_path
     _fake_client(tmp_path, 'echo "Failed to connect to the NCCL RAS service!" >&2\nexit 1\n')
     monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
     assert ask_ncclras(1.0) is None
+
+
+def test_stall_finding_joins_the_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog: Catalog
+) -> None:
+    """``--ncclras``: on a stall the watcher asks the client and the finding carries the parsed
+    report, valid against docs/schema/watch.schema.json. The log is a real run
+    (sample_logs/real/clean-success) replayed to its third iteration, then silent; the client
+    is the synthetic stand-in above."""
+    jsonschema = pytest.importorskip("jsonschema")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "report.txt").write_text(REPORT)
+    _fake_client(bin_dir, f"cat {bin_dir}/report.txt\n")
+    monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + os.environ.get("PATH", ""))
+    job = tmp_path / "job"
+    job.mkdir()
+    lines = (REAL / "clean-success" / "slurm-13.out").read_bytes().splitlines(keepends=True)
+    first = next(i for i, ln in enumerate(lines) if b"| consumed samples:" in ln)
+    now = [1_800_000_000.0]
+    cfg = WatchConfig([str(job)], str(job), AnalyzeOptions(catalog=catalog, workers=1),
+                      Thresholds(fixed=10.0), ncclras=True)
+    w = Watcher(cfg, lambda: now[0])
+    log = job / "slurm-13.out"
+    for ln in [b"".join(lines[:first]), *lines[first : first + 3]]:
+        with log.open("ab") as f:
+            f.write(ln)
+        assert w.poll() == []
+        now[0] += 1
+    now[0] += 30
+    (stall,) = w.poll()
+    assert stall["kind"] == "stall"
+    assert stall["ncclras"]["missing_ranks"][0]["rank"] == 3
+    assert stall["ncclras"]["dead_processes"]["count"] == 1
+    schema = json.loads((ROOT / "docs" / "schema" / "watch.schema.json").read_text("utf-8"))
+    jsonschema.validate(stall, schema)
+
+
+def test_stall_finding_without_the_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, catalog: Catalog
+) -> None:
+    """``--ncclras`` with no ``ncclras`` on PATH: the stall is reported, ``ncclras`` is null."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    lines = (REAL / "clean-success" / "slurm-13.out").read_bytes().splitlines(keepends=True)
+    first = next(i for i, ln in enumerate(lines) if b"| consumed samples:" in ln)
+    now = [1_800_000_000.0]
+    cfg = WatchConfig([str(tmp_path)], "job", AnalyzeOptions(catalog=catalog, workers=1),
+                      Thresholds(fixed=10.0), ncclras=True)
+    w = Watcher(cfg, lambda: now[0])
+    (tmp_path / "slurm-13.out").write_bytes(b"".join(lines[: first + 3]))
+    w.poll()
+    now[0] += 60
+    (stall,) = w.poll()
+    assert stall["kind"] == "stall" and stall["ncclras"] is None
