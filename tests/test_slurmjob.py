@@ -125,3 +125,21 @@ def test_job_ids_join_the_multi_job_run(fake_slurm: dict[str, str], tmp_path: Pa
     assert not list(Path(tempfile.gettempdir()).glob("mcore-diagnose-script-*/slurm-77.sh"))
     r = run(fake_slurm, "77", "-q")
     assert r.returncode == 0 and r.stdout.startswith("storage"), r.stdout
+
+
+def test_output_not_written_yet(
+    fake_slurm: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that has not started has no output file: the post-mortem says so (naming the
+    file once), while ``watch`` (``pending_ok``) follows the path it will be written to."""
+    from analyzer.read.slurmjob import SlurmJobError, lookup
+
+    out = Path(fake_slurm["FAKE_DIR"]) / "slurm-77.out"
+    out.unlink()
+    r = run(fake_slurm, "77")
+    assert r.returncode == 3 and r.stderr.count(str(out)) == 1, r.stderr
+    monkeypatch.setenv("PATH", fake_slurm["PATH"])
+    monkeypatch.setenv("FAKE_DIR", fake_slurm["FAKE_DIR"])
+    with pytest.raises(SlurmJobError):
+        lookup("77")
+    assert lookup("77", pending_ok=True).logs == [out]

@@ -86,7 +86,7 @@ def _target(job: str) -> tuple[list[str], SlurmJob | None]:
         _fail(f"{job}: no such job directory or log file; give the job's log directory, "
               "a log file or a SLURM job id", EXIT_UNREADABLE)
     try:
-        j = lookup(job)
+        j = lookup(job, pending_ok=True)  # a job just submitted writes its output later
     except SlurmJobError as exc:
         _fail(" ".join(str(exc).split("\n")), EXIT_UNREADABLE)
     return [str(f) for f in j.logs], j

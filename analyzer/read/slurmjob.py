@@ -105,8 +105,10 @@ def _without_prefix(line: str) -> str:
     return line.removeprefix("scontrol:").strip()
 
 
-def lookup(job_id: str) -> SlurmJob:
-    """Ask SLURM about ``job_id``; raise :class:`SlurmJobError` with a clear message."""
+def lookup(job_id: str, *, pending_ok: bool = False) -> SlurmJob:
+    """Ask SLURM about ``job_id``; raise :class:`SlurmJobError` with a clear message.
+    ``pending_ok``: the output files need not exist yet (``watch`` follows a job that has
+    just been submitted: they appear when it starts)."""
     scontrol = shutil.which("scontrol")
     if scontrol is None:
         raise SlurmJobError(
@@ -114,7 +116,7 @@ def lookup(job_id: str) -> SlurmJob:
             "up as a SLURM job id; give the job's log directory instead"
         )
     info, source = _job_info(scontrol, job_id)
-    job = SlurmJob(job_id, info, _output_files(info, job_id), source=source)
+    job = SlurmJob(job_id, info, _output_files(info, job_id, pending_ok), source=source)
     if source == "scontrol":
         _fetch_script(scontrol, job)
     return job
@@ -142,17 +144,19 @@ def _job_info(scontrol: str, job_id: str) -> tuple[dict[str, str], str]:
     return info, "sacct"
 
 
-def _output_files(info: dict[str, str], job_id: str) -> list[Path]:
-    """The job's StdOut and StdErr files that are readable from here (at least one)."""
+def _output_files(info: dict[str, str], job_id: str, pending_ok: bool = False) -> list[Path]:
+    """The job's StdOut and StdErr files that are readable from here (at least one); with
+    ``pending_ok``, also those not written yet."""
     logs: list[Path] = []
     for key in ("StdOut", "StdErr"):
         value = info.get(key) or ""
         if value and value not in ("(null)", "/dev/null"):
             path = Path(_expand(value, info, job_id))
-            if path.is_file() and path not in logs:
+            if (path.is_file() or (pending_ok and not path.exists())) and path not in logs:
                 logs.append(path)
     if not logs:
-        named = ", ".join(v for k in ("StdOut", "StdErr") if (v := info.get(k))) or "none"
+        named = ", ".join(dict.fromkeys(
+            v for k in ("StdOut", "StdErr") if (v := info.get(k)))) or "none"
         raise SlurmJobError(
             f"job {job_id}: its output files ({named}) are not readable from here; give the "
             "job's log directory instead"
