@@ -302,7 +302,8 @@ def analyze(
     if base is None and o.baseline:
         base = baseline_templates([Path(p) for p in o.baseline], cat)
     sched = o.scheduler
-    script = load_batch_script(plist, o.script or (sched.script if sched is not None else None))
+    theirs = sched.script if sched is not None and o.script is None else None
+    script = load_batch_script(plist, o.script or theirs, from_scheduler=theirs is not None)
     return Analysis(
         plist, rr, att, rows, facts, cat, flightrec=fr, baseline=base, script=o.script,
         scheduler=sched, batch_script=script,

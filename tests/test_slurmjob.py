@@ -77,6 +77,10 @@ def test_job_id_finds_logs_script_and_facts(fake_slurm: dict[str, str]) -> None:
     assert d["facts"]["slurm_nodelist"] == "node[001-002]"
     assert d["batch_script"] == "scontrol write batch_script 77"
     assert "tasks-per-node" in [a["rule"] for a in d["advisories"]]
+    # SLURM's copy of the script lives in a temporary directory: evidence names it by its file
+    # name, so the same job gives the same report run after run
+    shown = [e for a in d["advisories"] for e in a["evidence"] if ".sh:" in e]
+    assert shown and all(e.startswith("slurm-77.sh:") for e in shown), shown
     text = run(fake_slurm, "77", "-f", "text").stdout
     assert "SLURM job   77 FAILED exit 1:0 on node[001-002]" in text
 
@@ -142,4 +146,8 @@ def test_output_not_written_yet(
     monkeypatch.setenv("FAKE_DIR", fake_slurm["FAKE_DIR"])
     with pytest.raises(SlurmJobError):
         lookup("77")
-    assert lookup("77", pending_ok=True).logs == [out]
+    job = lookup("77", pending_ok=True)
+    try:
+        assert job.logs == [out]
+    finally:
+        job.cleanup()  # its batch script's temporary copy (other tests look for leftovers)

@@ -84,11 +84,16 @@ def lint_config() -> LintConfig:
         return LintConfig()
 
 
-def load_batch_script(paths: Sequence[Path], script: Path | None = None) -> BatchScript | None:
+def load_batch_script(
+    paths: Sequence[Path], script: Path | None = None, *, from_scheduler: bool = False
+) -> BatchScript | None:
     """The job's batch script: ``script``, else one found in the job directories ``paths``;
-    None when there is none or it cannot be read."""
+    None when there is none or it cannot be read. ``from_scheduler``: ``script`` is SLURM's
+    copy, saved in a temporary directory whose name means nothing to a reader (and differs run
+    by run): evidence names it by its file name alone."""
     path = script or find_script(paths)
     text = read_script(path) if path is not None else None
     if path is None or text is None:
         return None
-    return BatchScript(path, text, shown_name(path, paths), lint_config())
+    shown = path.name if from_scheduler else shown_name(path, paths)
+    return BatchScript(path, text, shown, lint_config())
