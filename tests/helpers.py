@@ -137,3 +137,19 @@ def cli_in_process(
     stdout = out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
     stderr = err.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
     return subprocess.CompletedProcess(["mcore-diagnose", *args], rc, stdout, stderr)
+
+
+# Synthetic (a mechanism test, not a log line of any software): a user pattern whose regex
+# backtracks catastrophically on a run of "a"s.
+SLOW_PATTERN = """
+[[pattern]]
+id = "user.redos"
+category = "python_exception"
+role = "root"
+title = "catastrophic backtracking"
+needles = ["aaaa"]
+regex = '''^(a|aa)+$'''
+cause = "x"
+fix = "y"
+examples = ["aaaa"]
+"""

@@ -58,70 +58,40 @@ def test_no_module_is_too_long_to_read() -> None:
     assert not long, "split these by job:\n" + "\n".join(long)
 
 
-DECIDE = ROOT / "analyzer" / "decide"
-DECIDE_MAX_COMPLEXITY = 15
-DECIDE_MAX_MODULE_LINES = 400
-DECIDE_NOT_YET: frozenset[str] = frozenset()
-"""Modules not yet held to the stricter limits (none: advisories, flightrec and launchlogs were
-split when their file I/O moved to analyzer/read and analyzer/flightrec, issue 39)."""
+STRICT_MAX_COMPLEXITY = 15
+STRICT_MAX_MODULE_LINES = 400
+STRICT = ("decide", "read")
+"""Packages held to stricter limits than the rest (issue 39): the reasoning, whose rules are
+split by family (rank_hang, rank_same, rank_lines, rank_launcher) rather than grown to the
+limit, and the reader, whose hot functions keep their common path inline and move only the
+rare branches (slow paths, errors, first-time setup) out, its modules split by job (the
+traceback state machine, the event's construction)."""
 
 
-def _decide_modules() -> list[Path]:
-    return [p for p in sorted(DECIDE.glob("*.py")) if p.name not in DECIDE_NOT_YET]
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / "analyzer" / package).glob("*.py"))
 
 
-READ = ROOT / "analyzer" / "read"
-"""The reader is held to the reasoning's limits too (issue 39): its hot functions keep their
-common path inline and move only the rare branches (slow paths, errors, first-time setup) out,
-and its modules are split by job (the traceback state machine, the event's construction)."""
-
-
-def _read_modules() -> list[Path]:
-    return sorted(READ.glob("*.py"))
-
-
-def test_read_functions_are_simpler_still() -> None:
-    """In the reader (analyzer/read/) every function's cyclomatic complexity is at most 15,
-    as in analyzer/decide/."""
+@pytest.mark.parametrize("package", STRICT)
+def test_strict_functions_are_simpler_still(package: str) -> None:
+    """In analyzer/decide/ and analyzer/read/ every function's cyclomatic complexity is at
+    most 15: one that grows past it is split into named steps."""
     cc = pytest.importorskip("radon.complexity")
     too = [
         f"{p.relative_to(ROOT)}:{b.lineno} {b.name} {b.complexity}"
-        for p in _read_modules()
+        for p in _modules(package)
         for b in cc.cc_visit(p.read_text(encoding="utf-8"))
-        if b.complexity > DECIDE_MAX_COMPLEXITY
+        if b.complexity > STRICT_MAX_COMPLEXITY
     ]
     assert not too, "split these into small functions:\n" + "\n".join(too)
 
 
-def test_read_modules_are_sized_to_their_job() -> None:
-    """In the reader every module is at most 400 lines, as in analyzer/decide/."""
+@pytest.mark.parametrize("package", STRICT)
+def test_strict_modules_are_sized_to_their_job(package: str) -> None:
+    """In analyzer/decide/ and analyzer/read/ every module is at most 400 lines."""
     long = [
         f"{p.relative_to(ROOT)}: {n} lines"
-        for p in _read_modules()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > DECIDE_MAX_MODULE_LINES
-    ]
-    assert not long, "split these by job:\n" + "\n".join(long)
-
-
-def test_decide_functions_are_simpler_still() -> None:
-    """In the reasoning (analyzer/decide/) every function's cyclomatic complexity is at most
-    15: a rule that grows past it is split into named steps or into rules of its own."""
-    cc = pytest.importorskip("radon.complexity")
-    too = [
-        f"{p.relative_to(ROOT)}:{b.lineno} {b.name} {b.complexity}"
-        for p in _decide_modules()
-        for b in cc.cc_visit(p.read_text(encoding="utf-8"))
-        if b.complexity > DECIDE_MAX_COMPLEXITY
-    ]
-    assert not too, "split these into small functions:\n" + "\n".join(too)
-
-
-def test_decide_modules_are_sized_to_their_job() -> None:
-    """In the reasoning every module is at most 400 lines: rules are split by family (the rank
-    rules: rank_hang, rank_same, rank_lines, rank_launcher), not grown to the limit."""
-    long = [
-        f"{p.relative_to(ROOT)}: {n} lines"
-        for p in _decide_modules()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > DECIDE_MAX_MODULE_LINES
+        for p in _modules(package)
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > STRICT_MAX_MODULE_LINES
     ]
     assert not long, "split these by job:\n" + "\n".join(long)

@@ -28,7 +28,7 @@ from analyzer.api import AnalyzeOptions, analyze, diagnose
 from analyzer.catalog.load import load_catalog
 from analyzer.catalog.model import Catalog
 from analyzer.report import RenderOptions, render, render_report
-from tests.helpers import REAL, ROOT
+from tests.helpers import REAL, ROOT, SLOW_PATTERN
 
 DECIDE = ROOT / "analyzer" / "decide"
 REPORT = ROOT / "analyzer" / "report"
@@ -105,20 +105,6 @@ def test_a_script_gone_after_analyze_still_advises(tmp_path: Path, catalog: Cata
                for x in d.advisories for e in x.evidence), d.advisories
 
 
-# Synthetic (a mechanism test): a user pattern whose regex backtracks catastrophically on a run
-# of "a"s, and a line of them. Not a log line of any software.
-SLOW_PATTERN = """
-[[pattern]]
-id = "user.redos"
-category = "python_exception"
-role = "root"
-title = "catastrophic backtracking"
-needles = ["aaaa"]
-regex = '''^(a|aa)+$'''
-cause = "x"
-fix = "y"
-examples = ["aaaa"]
-"""
 
 
 def test_a_shared_catalog_is_never_written_by_a_job(

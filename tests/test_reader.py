@@ -11,7 +11,7 @@ import pytest
 from analyzer.api import analyze
 from analyzer.catalog.model import Catalog
 from analyzer.read.discover import discover
-from tests.helpers import REAL, ROOT, builtin_catalog, write_job
+from tests.helpers import REAL, ROOT, SLOW_PATTERN, builtin_catalog, write_job
 
 TB = (
     "  1: [default1]:[rank3]: Traceback (most recent call last):\n"
@@ -243,19 +243,6 @@ def test_interleaved_tracebacks_of_two_writers_are_both_assembled(tmp_path: Path
 
 
 # -- user patterns disabled in worker processes are reported -----------------------------
-SLOW_PATTERN = """
-[[pattern]]
-id = "user.redos"
-category = "python_exception"
-role = "root"
-title = "catastrophic backtracking"
-needles = ["aaaa"]
-regex = '''^(a|aa)+$'''
-cause = "x"
-fix = "y"
-examples = ["aaaa"]
-"""
-
 
 def test_user_pattern_disabled_in_a_worker_process_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -12,7 +12,7 @@ import pytest
 from _robust import CATALOG, assert_clean_exit, audited, cli
 
 from analyzer.api import analyze
-from tests.helpers import write_job
+from tests.helpers import SLOW_PATTERN, write_job
 
 EVIL = [
     "[bold red]PWNED[/bold red] [/] [link=file:///etc/passwd]x[/link] :skull:",
@@ -92,19 +92,6 @@ def test_terminal_colour_output_has_only_its_own_sgr(tmp_path: Path) -> None:
 
 
 # -- user patterns run with a timeout ------------------------------------------------------
-SLOW_PATTERN = """
-[[pattern]]
-id = "user.redos"
-category = "python_exception"
-role = "root"
-title = "catastrophic backtracking"
-needles = ["aaaa"]
-regex = '''^(a|aa)+$'''
-cause = "x"
-fix = "y"
-examples = ["aaaa"]
-"""
-
 
 def test_a_user_pattern_that_times_out_is_reported_and_skipped(tmp_path: Path) -> None:
     pats = tmp_path / "patterns"
