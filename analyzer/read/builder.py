@@ -17,7 +17,7 @@ import regex
 
 from analyzer.catalog.model import GENERIC_EXCEPTION_TAG, Pattern, PatternMatch
 from analyzer.lines.prefixes import Prefixed, bare, nccl_own, split_prefixes
-from analyzer.model.event import Role
+from analyzer.model.event import CANDIDATE, CONTEXT, ROOT, SYMPTOM
 from analyzer.read.discover import LogFile
 from analyzer.read.firstlines import LaneKey, lane_key
 from analyzer.read.fold import Item, RepeatBound
@@ -39,15 +39,10 @@ from analyzer.read.tracebacks import (
 )
 from analyzer.read.wrap import continues, unwrap
 
-_ROOT, _SYMPTOM = Role.ROOT.value, Role.SYMPTOM.value
-_CONTEXT, _CANDIDATE = Role.CONTEXT.value, Role.CANDIDATE.value
-"""Role names as plain strings: a module global is compared per line (an enum member's
-lookup costs several times more)."""
-
 
 def _catch_all(p: Pattern) -> bool:
     """A match that says little: an error-looking candidate line or the generic exception."""
-    return p.role == _CANDIDATE or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags
+    return p.role == CANDIDATE or GENERIC_EXCEPTION_TAG in p.tags or "fallback" in p.tags
 
 
 _FAILURE_WORD = regex.compile(
@@ -258,7 +253,7 @@ class EventBuilder:
         if not continues(writer(pre), writer(nxt)) or nccl_own(text):
             return None  # another writer's line, or a line NCCL printed itself (never a rest)
         got = unwrap(msg, nxt, self._match_whole)
-        return None if got is None or got[0].role == _CANDIDATE else got
+        return None if got is None or got[0].role == CANDIDATE else got
 
     def _match_whole(self, msg: str) -> tuple[Pattern, dict[str, str]] | None:
         got = self.matcher.match_text(msg)
@@ -304,7 +299,7 @@ class EventBuilder:
             tb.frames.append(msg.strip())
         pm = self._inner_match(tb, msg, raw, text, pos, fm)
         line: Line | None = None
-        if pm is not None and (pm.pattern.role != _CONTEXT or is_exc):
+        if pm is not None and (pm.pattern.role != CONTEXT or is_exc):
             st, inh = self.clock.stamp_of(msg, pre.stamp, blk, pos)
             line = (text, pre, ln, blk.offset + pos, st, inh)
             tb.matches.append((pm, line))
@@ -333,7 +328,7 @@ class EventBuilder:
             near = self.matcher.near_miss(msg, pos)
             if near is not None:
                 return PatternMatch(near[0], near[1])
-        if pm is None or pm.pattern.role == _CANDIDATE:
+        if pm is None or pm.pattern.role == CANDIDATE:
             return None
         if fm and "frame" in pm.pattern.tags:
             tb.frame_hit = pm
@@ -351,7 +346,7 @@ class EventBuilder:
         # A root anywhere (e.g. a bare `assert` source line) wins; else the exception line's own
         # match (a context match there makes the whole traceback context).
         if tb.matches:
-            roots = [m for m in tb.matches if m[0].pattern.role == _ROOT]
+            roots = [m for m in tb.matches if m[0].pattern.role == ROOT]
             pm, line = (roots or tb.matches)[-1]
             ev = raw_event(self.lf, pm, line)
             ev.fields = {**fields, **ev.fields}
@@ -364,7 +359,7 @@ class EventBuilder:
                 ev.category, ev.fix = fp.category, fp.fix
                 ev.title += f" {fp.title}"
             if tb.exc is None:
-                ev.role = _SYMPTOM  # a traceback cut before its exception line
+                ev.role = SYMPTOM.value  # a traceback cut before its exception line
         ev.traceback = "\n".join(tb.body)
         item = Item(ev.line, ev.offset, ev.fields, None)
         item.event = ev

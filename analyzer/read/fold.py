@@ -36,11 +36,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from analyzer.catalog.vocabulary import FOLDED_TAGS
-from analyzer.model.event import Role
-
-_CONTEXT = Role.CONTEXT.value
-"""Role names as plain strings: a module global is compared per line (an enum member's
-lookup costs several times more)."""
+from analyzer.model.event import CONTEXT
 
 KEEP = 8
 """Events kept at each end of a group."""
@@ -133,7 +129,7 @@ class RepeatBound:
             progress = "progress" in tags
             kind = self._kinds[pattern.id] = (
                 names,
-                pattern.role == _CONTEXT and (progress or tags <= FOLDED_TAGS),
+                pattern.role == CONTEXT and (progress or tags <= FOLDED_TAGS),
                 KEEP_PROGRESS if progress else self.keep,
                 getattr(pattern, "need", "every") == "first",
             )
