@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on
-from analyzer.model.event import CONTEXT, ROOT, Event
+from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 
 
 def over_joined(rows: Sequence[Event]) -> list[Event]:
@@ -103,6 +103,32 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
     )
 
 
+def wrapped(rows: Sequence[Event]) -> list[Event]:
+    """A wrapper root whose header names the exception it wraps (its ``exc_type`` in
+    parentheses after the wrapper's class, as in Ray's ``RayTaskError(OutOfMemoryError)``)
+    becomes a symptom when a later root of the same file and attempt is that exception's own
+    line (its ``exc_type`` is the same class name, with or without a module) or a wrapper
+    nested in it: the innermost wrapper, and the wrapped exception's own message when the log
+    holds it, decide (Ray's memory-monitor kill is a host OOM, whatever the wrapper's class
+    name suggests; torch's OOM line names the GPU)."""
+    out = list(rows)
+    for i, r in enumerate(rows):
+        name = r.cap("exc_type") if r.role == ROOT else None
+        if name and f"({name})" in r.message and any(_wraps(r, w, name) for w in rows[i + 1 :]):
+            out[i] = replace(r, role=SYMPTOM)
+    return out
+
+
+def _wraps(r: Event, w: Event, name: str) -> bool:
+    own = w.cap("exc_type") or ""
+    return (
+        w.role == ROOT
+        and w.file == r.file
+        and w.attempt == r.attempt
+        and own.rsplit(".", 1)[-1] == name
+    )
+
+
 @dataclass(frozen=True)
 class Promotion:
     """One promotion rule."""
@@ -120,6 +146,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
     Promotion("survived", survived),
+    Promotion("wrapped", wrapped),
 )
 """The promotions, in the order they apply."""
 
