@@ -89,3 +89,28 @@ EASYR1_RAY_FRAGMENT = """\
 def test_ray_unhandled_error_fragment_is_a_failure(make_job: MakeJob, catalog: Catalog) -> None:
     job = make_job({"slurm-1.out": EASYR1_RAY_FRAGMENT})
     assert _verdict(job, catalog) == ("python_exception", "failed")
+
+
+# --- 3. A missing file: the path says whether it is data (storage) or a checkpoint ---------
+
+
+def test_missing_dataset_file_is_storage(make_job: MakeJob, catalog: Catalog) -> None:
+    """https://github.com/shibing624/CodeAssist/issues/3: HF datasets' wording for a data file
+    that is not there (before: a generic exception)."""
+    line = "FileNotFoundError: Unable to find 'D:\\work\\workspace\\gpt\\webui\\data/code_alpaca_20k_50.jsonl' at D:\\work\\workspace\\gpt\\webui\n"
+    job = make_job({"slurm-1.out": line})
+    assert _verdict(job, catalog) == ("storage", "failed")
+
+
+def test_missing_checkpoint_file_is_checkpoint(make_job: MakeJob, catalog: Catalog) -> None:
+    """https://github.com/hiyouga/LlamaFactory/issues/1860 (HF Trainer's checkpoint-N) and
+    https://github.com/Ram81/goat-bench/issues/27 (a weights file under a checkpoints
+    directory): a checkpoint's path (before: storage)."""
+    for i, line in enumerate(
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: 'saves/Yi-34B/lora/RL_Med_Yi-34B-200K_20231211142535/tmp-checkpoint-1000/trainer_state.json'\n",
+            "FileNotFoundError: [Errno 2] No such file or directory: 'data/new_checkpoints/.habitat-resume-stateeval.pth'\n",
+        )
+    ):
+        job = make_job({"slurm-1.out": line}, name=f"job{i}")
+        assert _verdict(job, catalog) == ("checkpoint", "failed"), line
