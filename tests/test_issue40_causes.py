@@ -114,3 +114,61 @@ def test_missing_checkpoint_file_is_checkpoint(make_job: MakeJob, catalog: Catal
     ):
         job = make_job({"slurm-1.out": line}, name=f"job{i}")
         assert _verdict(job, catalog) == ("checkpoint", "failed"), line
+
+
+# --- 4. A plugin that failed to initialise, after which NCCL fell back: not a cause -------
+
+# https://github.com/aws/aws-ofi-nccl/issues/715: the plugin failed and NCCL used sockets.
+AWS_OFI_FALLBACK = """\
+algo-1:17774:17853 [1] nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed
+algo-1:17780:17851 [7] NCCL INFO NET/Socket : Using [0]eth0:10.0.227.37<0>
+algo-1:17774:17853 [1] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
+algo-1:17780:17851 [7] NCCL INFO Using non-device net plugin version 0
+algo-1:17780:17851 [7] NCCL INFO Using network Socket
+"""
+
+
+def test_plugin_init_failure_with_fallback_is_not_a_failure(
+    make_job: MakeJob, catalog: Catalog
+) -> None:
+    job = make_job({"slurm-1.out": AWS_OFI_FALLBACK})
+    assert _verdict(job, catalog) == ("none", "ok")
+
+
+# --- 5. Older logs: connect failures between hosts, crashed DataLoader workers -------------
+
+
+def test_gloo_connect_refused_is_network(make_job: MakeJob, catalog: Catalog) -> None:
+    """https://github.com/pytorch/examples/issues/812 and
+    https://github.com/Megvii-BaseDetection/YOLOX/issues/1167 (before: a collective timeout)."""
+    for i, line in enumerate(
+        (
+            "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:25472: Connection refused\n",
+            "RuntimeError: [/opt/conda/conda-bld/pytorch_1607370120218/work/third_party/gloo/gloo/transport/tcp/pair.cc:769] connect [127.0.1.1]:3496: Connection refused\n",
+        )
+    ):
+        job = make_job({"slurm-1.out": line}, name=f"job{i}")
+        assert _verdict(job, catalog) == ("network", "failed"), line
+
+
+def test_old_nccl_socket_connect_failure_is_network(make_job: MakeJob, catalog: Catalog) -> None:
+    """NCCL 2.0 (https://github.com/NVIDIA/nccl/issues/111): `include/socket.h` names no
+    function (before: `none`, a failed log with no cause)."""
+    log = (
+        "*server name* [0] include/socket.h:185 WARN Call to connect failed : Connection refused\n"
+        "NCCL failure *MyProgram*.cu:110 'unhandled system error'\n"
+    )
+    job = make_job({"slurm-1.out": log})
+    assert _verdict(job, catalog) == ("network", "failed")
+
+
+def test_dataloader_worker_segfault_is_native_crash(make_job: MakeJob, catalog: Catalog) -> None:
+    """https://github.com/STVIR/pysot/issues/140: the RuntimeError reports a worker's SIGSEGV
+    (before: a generic exception)."""
+    log = """\
+  File "/home/public/anaconda3/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 227, in handler
+    _error_if_any_worker_fails()
+RuntimeError: DataLoader worker (pid 1657) is killed by signal: Segmentation fault. Details are lost due to multiprocessing. Rerunning with num_workers=0 may give better error trace.
+"""
+    job = make_job({"slurm-1.out": log})
+    assert _verdict(job, catalog) == ("native_crash", "failed")
