@@ -100,3 +100,18 @@ def test_the_strongest_evidence_wins() -> None:
     f = find_culprit([timeout(0, lagging_ranks="2"), timeout(1)], set(range(3)))
     assert (f.rank, f.rule) == (2, "desync")
     assert hangs.missing([timeout(0), timeout(1)], set(range(3))) is not None
+
+
+def test_a_ranks_own_report_outweighs_its_peers_accusing_it() -> None:
+    """gloo's ``monitored_barrier``: every other rank is told to "check rank 0 logs for faulty
+    rank" (ProcessGroupGloo's peer error), and rank 0's own line names the rank that did not
+    pass the barrier: that rank is the culprit, not rank 0."""
+    t = [timeout(r, lagging_ranks="0") for r in (1, 2)] + [timeout(0, lagging_ranks="3")]
+    f = find_culprit(t, set(range(4)))
+    assert (f.rank, f.rule) == (3, "desync")
+    assert f.rows[0].rank == 0  # the culprit's accuser's own line comes first
+
+
+def test_ranks_accusing_each_other_name_no_culprit_by_desync() -> None:
+    t = [timeout(1, lagging_ranks="0"), timeout(0, lagging_ranks="1")]
+    assert find_culprit(t, set(range(2))).rule != "desync"

@@ -39,6 +39,10 @@ AMBIGUOUS = {
     # the assembled exception or the teardown's meaning wins over the timeout's near miss.
     "nccl.watchdog.timeout": "cut inside an exception message: read as that exception",
     "nccl.store.unique_id": "cut inside a DistBackendError: read as that exception",
+    # Issue 40: the part of the line that says what kind of failure it is comes after the cut.
+    "network.gloo.connect_failed": "cut before the socket error (refused, timed out) that "
+    "makes a gloo connect a network failure",
+    "megatron.ckpt.missing_file": "cut before the path that makes a missing file a checkpoint's",
 }
 
 

@@ -180,6 +180,7 @@ def test_prefix_first_character_gates_are_sound() -> None:
     """``split_prefixes`` tries a prefix only where its first character can start it: on every
     position of many prefixed lines, each prefix that matches there starts with a character of
     its gate (or one from ``\\x80`` up, always tried)."""
+    import analyzer.lines.launchers as lx
     import analyzer.lines.prefixes as px
 
     lines = [
@@ -188,13 +189,15 @@ def test_prefix_first_character_gates_are_sound() -> None:
         "10.0.0.1: i.pretrain/0 [default2]:[24]:[rank2]: [rank: 3] W0731 10:50:07.575000 3247 "
         "a/api.py:897] ERROR:torch.x: INFO:torch: DEBUG:torch: CRITICAL:torch: > > x",
         "[2024-01-20 07:54:42,803] torch.distributed.elastic: [WARNING] F1202 I1202 V1202 C1202",
+        "(worker1, rank=1, pid=2769, ip=10.100.10.12) (MegatronPolicyWorker[rank=9] pid=41) "
+        "rank3]: x",
     ]
     gates = [
-        (px._SRUN, px._SRUN_FIRST), (px._PDSH, px._PDSH_FIRST), (px._TAG, px._LETTERS),
+        (px._SRUN, px._SRUN_FIRST), (px._PDSH, px._PDSH_FIRST), (lx._TAG, px._LETTERS),
         (px._PYLOG, px._PYLOG_FIRST), (px._BASIC, px._BASIC_FIRST), (px._QUOTE, {">"}),
-        *[(rx, {"["}) for rx in (px._OMPI, px._DETERMINED, px._TEE, px._TEMPLATE, px._RANK,
+        *[(rx, {"["}) for rx in (lx._OMPI, lx._DETERMINED, px._TEE, px._TEMPLATE, px._RANK,
                                  px._LIGHTNING, px._CPP, px._PY21)],
-        (px._RAY, {"("}),
+        (lx._RAY, {"("}), (lx._SKY, {"("}), (px._CUT_RANK, {"r"}),
     ]
     hits = 0
     for line in lines:

@@ -121,15 +121,20 @@ CUT_PASTE = [  # tests/wild/a-megatron-save-ckpt-nonetype-shape: the paste start
 ]
 
 
-def test_a_paste_that_begins_inside_a_traceback_names_no_rank(tmp_path: Path) -> None:
+def test_a_paste_that_begins_inside_a_traceback_names_its_rank_as_possible(
+    tmp_path: Path,
+) -> None:
     """The frames above the exception line are read as its traceback (so the checkpoint frames
-    count), and the rank is not named: the paste does not show what came before."""
+    count), and the rank is named as *possible* only: it is the only failing rank in view, but
+    the paste does not show what came before."""
     a = _analyze(tmp_path, ["", *CUT_PASTE])
     (root,) = [r for r in a.rows if r.role == "root"]
     assert root.traceback is not None and root.traceback.lstrip().startswith('File "')
     assert (root.line, root.rank, root.cap("exc_type")) == (6, 0, "AttributeError")
     v = a.diagnosis.verdict
-    assert (v.category, v.rank, v.rank_rule) == ("checkpoint", None, "paste-cut")
+    assert (v.category, v.rank, v.rank_rule) == ("checkpoint", 0, "paste-cut")
+    assert v.rank_certainty == "possible"
+    assert v.rank_note and "only failing rank in view" in v.rank_note
 
 
 def test_a_whole_traceback_keeps_its_rank(tmp_path: Path) -> None:

@@ -40,6 +40,8 @@ class Outcome:
     got_rank: int | None
     pattern: str | None
     error: str | None = None
+    certainty: str | None = None
+    """How sure the tool says its rank is (``rank_certainty``)."""
 
     @property
     def category_ok(self) -> bool:
@@ -54,8 +56,21 @@ class Outcome:
 
     @property
     def wrong_accusation(self) -> bool:
-        """A rank named where another rank (or none) is the culprit."""
-        return self.got_rank is not None and self.got_rank != self.rank
+        """A rank named where another rank (or none) is the culprit, with more than a
+        ``possible`` certainty (a ``possible`` rank is the only one in view, and says so)."""
+        return (
+            self.got_rank is not None and self.got_rank != self.rank and not self.possible_apart
+        )
+
+    @property
+    def possible_apart(self) -> bool:
+        """A rank named as ``possible`` that the label does not confirm: counted apart, neither
+        right nor a wrong accusation."""
+        return (
+            self.got_rank is not None
+            and self.certainty == "possible"
+            and self.got_rank != self.rank
+        )
 
 
 def cases(root: Path = WILD) -> list[Path]:
@@ -74,7 +89,8 @@ def run_case(case: Path, catalog: object) -> Outcome:
         v = analyze(logs, catalog=catalog).diagnosis.verdict  # type: ignore[arg-type]
     except Exception as e:  # a crash is a failure of the case, reported with the others
         return Outcome(case.name, cat, rank, "crash", None, None, f"{type(e).__name__}: {e}")
-    return Outcome(case.name, cat, rank, v.category, v.rank, v.pattern_id)
+    return Outcome(case.name, cat, rank, v.category, v.rank, v.pattern_id,
+                   certainty=v.rank_certainty)
 
 
 @cache
@@ -98,6 +114,8 @@ class Score:
     null_right: int
     wrong_accusations: int
     crashes: int
+    possible_apart: int = 0
+    """Ranks named as ``possible`` that the label does not confirm (not wrong accusations)."""
 
     @property
     def category_accuracy(self) -> float:
@@ -121,6 +139,7 @@ def score(outs: tuple[Outcome, ...] | list[Outcome]) -> Score:
         null_right=sum(o.rank_ok for o in unranked),
         wrong_accusations=sum(o.wrong_accusation for o in outs),
         crashes=sum(o.error is not None for o in outs),
+        possible_apart=sum(o.possible_apart for o in outs),
     )
 
 
@@ -133,6 +152,7 @@ def report(outs: tuple[Outcome, ...] | list[Outcome]) -> str:
         f"  rank accuracy (rank known): {s.rank_right}/{s.ranked} ({s.rank_accuracy:.1%})",
         f"  rank left null (rank unknown): {s.null_right}/{s.unranked}",
         f"  wrong accusations: {s.wrong_accusations}",
+        f"  possible ranks the label does not confirm (apart): {s.possible_apart}",
         f"  crashes: {s.crashes}",
         "",
         f"  {'category':<20} {'cases':>5} {'right':>5} {'rank':>9}",
@@ -161,7 +181,10 @@ def report(outs: tuple[Outcome, ...] | list[Outcome]) -> str:
         if not o.category_ok:
             marks.append("category")
         if not o.rank_ok:
-            marks.append("WRONG-ACCUSATION" if o.wrong_accusation else "rank")
+            marks.append(
+                "WRONG-ACCUSATION" if o.wrong_accusation
+                else "possible, apart" if o.possible_apart else "rank"
+            )
         lines.append(
             f"  ✗ {o.name}: expected {o.category}/{exp_rank}, got {o.got_category}/{got_rank}"
             f" [{o.pattern or '-'}] ({', '.join(marks)})"

@@ -91,14 +91,29 @@ def _first_of(timeouts: list[Event], rank: int) -> list[Event]:
 
 def desync(timeouts: list[Event], universe: set[int]) -> HangFinding | None:
     """A desync report (or ``monitored_barrier``) names exactly one lagging rank: PyTorch
-    compared the ranks itself."""
+    compared the ranks itself. When the rank a report names has a report of its own that names
+    another rank, its own line about itself outweighs its peers': the culprit is the rank it
+    names (gloo: rank 1 is told to "check rank 0 logs", and rank 0's own line says rank 3
+    failed to pass the barrier)."""
+    named: list[tuple[Event, int]] = []
     for r in timeouts:
         lag = r.cap("lagging_ranks")
         if lag:
             ranks = sorted({int(x) for x in _INTS.findall(lag)})
             if len(ranks) == 1:
-                return _found(HangId.DESYNC, ranks[0], [r], {"rank": ranks[0]})
-    return None
+                named.append((r, ranks[0]))
+    if not named:
+        return None
+    own = {r.rank: (r, rk) for r, rk in reversed(named) if r.rank is not None and r.rank != rk}
+    row, rank = named[0]
+    rows, seen = [row], {rank}
+    while rank in own:  # the accused rank's own report names another: follow it
+        row, rank = own[rank]
+        if rank in seen:
+            return None  # they accuse each other: nothing singles one out
+        rows.insert(0, row)
+        seen.add(rank)
+    return _found(HangId.DESYNC, rank, rows, {"rank": rank})
 
 
 def op_mismatch(timeouts: list[Event], universe: set[int]) -> HangFinding | None:

@@ -75,5 +75,6 @@ class Certainty(StrEnum):
 
     CERTAIN = "certain"
     LIKELY = "likely"
+    POSSIBLE = "possible"
     ASSUMED = "assumed"
     UNKNOWN = "unknown"

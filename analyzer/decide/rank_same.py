@@ -113,14 +113,16 @@ def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
 
 def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """The log begins inside the rank's traceback (a paste cut at the top): what came before
-    is missing, so the log cannot show that this rank failed first, unless the launcher reports
-    it as the only worker that died on its own (and stopped the others)."""
+    is missing, so the log cannot show that this rank failed first; it is the only failing
+    rank in view, named as *possible* (a failure one rank has on its own: an error every rank
+    raises alike is settled before, by ``uniform``). The launcher reporting it as the only
+    worker that died on its own (and stopped the others) keeps it certain."""
     e = p.event
     if e is None or not alone(p) or d.rank is None or not headless(e):
         return None
     if job.geo.world_size == 1 or launcher_singled_out(job.rows, d.rank):
         return None
-    return d.unnamed(RankId.PASTE_CUT, rank=d.rank)
+    return d.why(RankId.PASTE_CUT, rank=d.rank)
 
 
 SAME_WAY_FIRST = RankRule(
@@ -168,10 +170,11 @@ ANOTHER_DIED = RankRule(
     another_died,
 )
 PASTE_CUT = RankRule(
-    unnamed(
+    one(
         RankId.PASTE_CUT,
-        "the log begins inside rank {rank}'s traceback: what came before was cut off, so it "
-        "cannot show which rank failed first",
+        "the only failing rank in view; the log begins inside rank {rank}'s traceback, so what "
+        "came before was cut off and it cannot show that this rank failed first",
+        Certainty.POSSIBLE,
     ),
     ROOTS,
     paste_cut,

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 
 import regex
 
+from analyzer.lines.chars import DIGITS, LETTERS
+from analyzer.lines.launchers import launchers
 from analyzer.lines.timestamps import Stamp, parse_glog, parse_iso
 
 _COLLECTOR = regex.compile(
@@ -87,10 +89,9 @@ _PDSH = regex.compile(
 IPv4 address, or a name with a digit (``worker-1``, ``node017``) followed by what a training log
 line starts with (a bracket, indentation, a traceback, an exception, an NCCL prefix): a kernel
 driver's ``nvidia-nvswitch3: SXid …`` or a program's ``RuntimeError: `` are not hosts."""
-_OMPI = regex.compile(r"\[(?:\d+,)?(\d{1,6})\]<(?:stdout|stderr|stddiag)>: ?")
-_RAY = regex.compile(
-    r"\((?:[A-Za-z_][\w.:-]* )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
-)
+_CUT_RANK = regex.compile(r"rank(\d{1,6})\]: ?")
+"""c10d's ``[rankN]:`` whose opening bracket a paste cut off (``rank3]: Traceback …``), at the
+very start of a line only."""
 _LIGHTNING = regex.compile(r"\[rank: (\d{1,6})\] ")
 _QUOTE = regex.compile(r"(?:> )+(?=\S)")
 """A markdown block quote (``> ``) around a pasted log. Megatron itself prints ``> building
@@ -101,11 +102,6 @@ _PYTEST = regex.compile(r"E {7}(?= *\S)")
 """pytest's failure report puts ``E       `` in front of every line of an exception (a
 paste from a failed test): dropped like a quote."""
 _QUOTED = regex.compile(r"Traceback |\s*File \"|[\w.]*(?:Error|Exception|Interrupt)\b")
-_DETERMINED = regex.compile(r"(?:\[[\w.:-]*\] )?\[rank=(\d{1,6})\] ")
-"""Determined's trial log prefix ``[container] [rank=N] `` (N is the global rank)."""
-_TAG = regex.compile(r"[A-Za-z][\w.-]*/\d+ (?=\[)|[A-Za-z]\w{0,15}: (?=\[rank\d{1,6}\]:)")
-"""A launcher tag in front of a bracket (NeMo-Run's ``i.pretrain/0 ``), or a one-word label a
-CI harness puts in front of c10d's rank prefix (``Error: [rank0]: Traceback …``)."""
 _TEE = regex.compile(r"\[(?!rank\d)([A-Za-z_][A-Za-z_-]*?)(\d{1,5})\]:")
 _TEMPLATE = regex.compile(r"\[(\d{1,6})\]:")
 _RANK = regex.compile(r"\[rank(\d{1,6})\]: ?")
@@ -144,8 +140,8 @@ class Prefixed:
     """The process named by a Ray actor prefix ``(Actor pid=N ...)``."""
 
 
-_DIGITS = frozenset("0123456789")
-_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_DIGITS = DIGITS
+_LETTERS = LETTERS
 _SRUN_FIRST = _DIGITS | {"P", " "}
 _AFTER_SPACES = _DIGITS | {"|", "+"}
 """What may follow the leading spaces of a line that has a prefix: srun's task number
@@ -225,7 +221,7 @@ def split_prefixes(line: str, quoted: bool = False) -> Prefixed:
     The prefixes are peeled outermost first, each one tried only where the character at the
     current position can start it (a failed ``match`` call costs as much as the test that
     avoids it many times over): the outer ones (``_outer``), then, unless nothing more can
-    start there, the launchers' (``_launchers``), torchrun's and c10d's (``_torch``) and a
+    start there, the launchers' (``launchers``), torchrun's and c10d's (``_torch``) and a
     logger's (``_logger``)."""
     first = line[:1]
     if first == " " and _bare_indent(line):
@@ -375,8 +371,13 @@ def _inner(
     outer_rank: int | None = None,
 ) -> Prefixed:
     """The prefixes inside srun's / pdsh's, from ``pos``, and the message behind them."""
-    pos, rank, worker_pid, host = _launchers(line, pos, host)
+    if pos == 0 and line[:4] == "rank":
+        m = _CUT_RANK.match(line)
+        if m:
+            outer_rank, pos = int(m[1]), m.end()
+    pos, rank, worker_pid, host, node = launchers(line, pos, host)
     rank = outer_rank if rank is None else rank
+    task = node if task is None else task
     local_rank: int | None = None
     c = line[pos : pos + 1]
     if c == "[" or c >= "\x80":
@@ -402,40 +403,6 @@ def _inner(
     return _prefixed(
         line[pos:], task, local_rank, rank, level, stamp or collected, pid, host, worker_pid
     )
-
-
-def _launchers(
-    line: str, pos: int, host: str | None
-) -> tuple[int, int | None, int | None, str | None]:
-    """OpenMPI's ``--tag-output``, a Ray actor, Determined's ``[rank=N]``, a launcher tag:
-    (where the rest starts, rank, Ray worker pid, host)."""
-    rank: int | None = None
-    worker_pid: int | None = None
-    c = line[pos : pos + 1]
-    if c == "[" or c >= "\x80":
-        m = _OMPI.match(line, pos)
-        if m:
-            rank = int(m[1])
-            pos = m.end()
-            c = line[pos : pos + 1]
-    if c == "(" or c >= "\x80":
-        m = _RAY.match(line, pos)
-        if m:
-            worker_pid = int(m["pid"])
-            host = m["ip"] or host
-            pos = m.end()
-            c = line[pos : pos + 1]
-    if c == "[" or c >= "\x80":
-        m = _DETERMINED.match(line, pos)
-        if m:
-            rank = int(m[1])
-            pos = m.end()
-            c = line[pos : pos + 1]
-    if c in _LETTERS or c >= "\x80":
-        m = _TAG.match(line, pos)
-        if m:
-            pos = m.end()
-    return pos, rank, worker_pid, host
 
 
 def _torch(line: str, pos: int, rank: int | None) -> tuple[int, int | None, int | None]:

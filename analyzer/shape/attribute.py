@@ -14,6 +14,7 @@ from datetime import datetime
 
 import regex
 
+from analyzer.catalog.claims import MessageClaims, Strength, message_claims
 from analyzer.catalog.model import Catalog
 from analyzer.lines.timestamps import Stamp
 from analyzer.read.commranks import Claim, CommRanks, comm_ranks
@@ -107,6 +108,8 @@ class _Context:
     pid_rank: dict[int, int]
     """Worker pid -> global rank (ChildFailedError records)."""
     comm: CommRanks = field(default_factory=CommRanks)
+    claims: MessageClaims = field(default_factory=message_claims)
+    """The declared message claims (``patterns/claims/ranks.toml``)."""
     blocks: dict[int, ChildFailure] = field(default_factory=dict)
     """id(raw event) -> the ChildFailedError record it belongs to."""
     times: dict[Stamp, datetime | None] = field(default_factory=dict)
@@ -186,7 +189,20 @@ def _attribute_file(sc: FileScan, ctx: _Context, out: list[tuple[RawEvent, Attri
             local_rank = roles.int(ev, "local_rank")
         local_rank, owner = _owned(ev, rank, local_rank, owner, roles)
         rank, local_rank = _by_worker(ev, rank, local_rank, ctx)
-        out.append((ev, _place(ev, sc, rank, local_rank, ctx)))
+        claimed = False
+        if rank is None and local_rank is None:
+            rank, claimed = _claimed(ev, ctx.claims)
+        out.append((ev, _place(ev, sc, rank, local_rank, ctx, claimed)))
+
+
+def _claimed(ev: RawEvent, claims: MessageClaims) -> tuple[int | None, bool]:
+    """The rank a message claim reads from a line no prefix, capture or worker names a rank
+    for, and whether it is only assumed global (a process group's own ``[Rank N]``)."""
+    got = claims.rank_of(ev.message)
+    if got is None:
+        return None, False
+    rank, claim = got
+    return rank, claim.strength == Strength.ASSUMED
 
 
 def _owned(
@@ -233,7 +249,12 @@ def _by_worker(
 
 
 def _place(
-    ev: RawEvent, sc: FileScan, rank: int | None, local_rank: int | None, ctx: _Context
+    ev: RawEvent,
+    sc: FileScan,
+    rank: int | None,
+    local_rank: int | None,
+    ctx: _Context,
+    claimed: bool = False,
 ) -> Attribution:
     """The event's attribution: its ChildFailedError record first, then the job's shape
     (one node: local rank is global; node index × processes per node + local rank)."""
@@ -249,6 +270,8 @@ def _place(
         rank = local_rank
     elif from_task and block is None:
         assumed = geo.task_rank_assumed  # the task id taken as the rank from the shape alone
+    elif claimed and block is None:
+        assumed = True  # a message claim whose rank is global only in the default group
     rank, local_rank, node_index = _by_shape(geo, rank, local_rank, node_index, block)
     if host is None and node_index is not None:
         host = geo.task_hosts.get(node_index)
