@@ -21,6 +21,7 @@ from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_decision import rank_note
 from analyzer.decide.rank_model import RankDecision
 from analyzer.decide.rank_rules import reporting_ranks
+from analyzer.decide.rankbasis import rank_basis
 from analyzer.decide.rules import BY_ID, Proposal
 from analyzer.decide.verdict import Evidence, Verdict
 from analyzer.model.event import Event
@@ -154,4 +155,5 @@ def build_verdict(job: JobView, p: Proposal, d: RankDecision) -> Verdict:
         rule=p.rule,
         rank_rule=d.rule,
         rank_facts=d.facts,
+        rank_basis=rank_basis(e, d.rank, d.rule),
     )

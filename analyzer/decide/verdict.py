@@ -86,6 +86,9 @@ class Verdict:
     """The facts behind ``rank_rule`` (file, line, ranks ...), for the note."""
     rank_assumed: bool = False
     """The rank is a local rank taken as global: the logs show a single node."""
+    rank_basis: dict[str, str] | None = None
+    """What the rank rests on: the kind of rank claim that named it and the claim (or the rank
+    rule, or ``shape``); see ``analyzer.decide.rankbasis``."""
 
     @property
     def rank_certainty(self) -> str | None:
@@ -98,6 +101,12 @@ class Verdict:
 
         c = certainty(self.rank, self.rank_rule, self.rank_assumed, self.rank_facts)
         return None if c == Certainty.UNKNOWN else c
+
+    def _rule_basis(self) -> dict[str, str] | None:
+        """The basis of a rank a rule named where the builder recorded none (inferred)."""
+        if self.rank is None or not self.rank_rule:
+            return None
+        return {"kind": "rank-rule", "claim": str(self.rank_rule)}
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form, with the contract's keys first."""
@@ -119,6 +128,7 @@ class Verdict:
             "rule": self.rule,
             "rank_rule": self.rank_rule,
             "rank_certainty": self.rank_certainty,
+            "rank_basis": self.rank_basis or self._rule_basis(),
         }
         if self.unknown is not None:
             d["unknown"] = self.unknown
