@@ -41,6 +41,10 @@ class LintConfig:
     source: str | None = None
     gpu_hint: str | None = None
     """A GPU model known from elsewhere (the job's logs), used when the script names none."""
+    log_checks: bool = False
+    """Also the findings only a job's logs can settle (``uv run`` under srun that syncs: a
+    script cannot show whether ``uv sync`` ran before submission). ``mcore-diagnose lint`` has
+    no logs and leaves them out; the post-mortem asks for them as its evidence."""
 
 
 def default_config_path() -> Path:

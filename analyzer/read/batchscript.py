@@ -10,7 +10,7 @@ shows and the lint configuration; ``analyzer.decide`` reads no file.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analyzer.lint.config import ConfigError, LintConfig, load_config
@@ -77,11 +77,12 @@ def shown_name(path: Path, paths: Sequence[Path]) -> str:
 
 
 def lint_config() -> LintConfig:
-    """The lint configuration the advisories use (the defaults when the file is bad)."""
+    """The lint configuration the advisories use (the defaults when the file is bad), with the
+    findings only the logs can settle (``log_checks``)."""
     try:
-        return load_config()
+        return replace(load_config(), log_checks=True)
     except ConfigError:
-        return LintConfig()
+        return LintConfig(log_checks=True)
 
 
 def load_batch_script(
