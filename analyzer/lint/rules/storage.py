@@ -48,11 +48,11 @@ def _node_local(cfg: LintConfig, path: str) -> str | None:
 
 
 def _shared_root(job: Job, cfg: LintConfig) -> str:
-    """The directory fixes point to: the job's shared worktree, else a placeholder."""
+    """The directory fixes point to: the job's shared worktree, else ``$SLURM_SUBMIT_DIR``."""
     cwd = job.cwd
     if cwd is not None and _node_local(cfg, cwd.value) is None and cwd.value.startswith(("/", "$")):
         return cwd.value
-    return "/shared/project"
+    return "$SLURM_SUBMIT_DIR"
 
 
 def _job_places(job: Job, worktree_sev: str) -> list[_Place]:
@@ -90,6 +90,50 @@ def _launcher_places(lz: Launcher, worktree_sev: str) -> list[_Place]:
         if v is not None:
             places.append(_Place(v, name, "warning",
                                  "every node builds its own venv inside the job"))
+    return places
+
+
+_REDIRECT = re.compile(r"^(\d*|&)(>>?)(.*)$")
+_TEE_OPTS = re.compile(r"^-")
+_LOG_LOST = "the log vanishes with the node when the job ends"
+
+
+def _output_targets(fields: list[Field]) -> list[_Place]:
+    """The files one command's output goes to: ``> FILE``, ``>> FILE``, ``2> FILE``, ``&> FILE``
+    (or glued, ``>FILE``) and the files of a ``tee`` command."""
+    out: list[_Place] = []
+    words = [f.value for f in fields]
+    if words and words[0].rsplit("/", 1)[-1] == "tee":
+        out += [_Place(f, "tee", "warning", _LOG_LOST) for f in fields[1:]
+                if f.value and not _TEE_OPTS.match(f.value)]
+    for k, f in enumerate(fields):
+        m = _REDIRECT.match(f.value)
+        if m is None or m.group(3).startswith("&"):
+            continue
+        op = m.group(1) + m.group(2)
+        if m.group(3):
+            target = Field(m.group(3), f.line, f.symbolic, f.at)
+        elif k + 1 < len(fields):
+            target = fields[k + 1]
+        else:
+            continue
+        out.append(_Place(target, f"output redirected with {op}", "warning", _LOG_LOST))
+    return out
+
+
+def _redirect_places(job: Job) -> list[_Place]:
+    """Where the output of the srun that starts the workers (and of what it runs) is written:
+    redirects and ``tee`` in the batch shell and inside the task's ``bash -c`` body."""
+    steps: list[list[Field]] = []
+    for srun in job.sruns:
+        if srun.launchers or srun is job.main_srun:
+            steps += [srun.step.fields, *(st.fields for st in srun.inner)]
+    for lz in job.launchers:
+        if not lz.step.in_srun:
+            steps.append(lz.step.fields)
+    places: list[_Place] = []
+    for fields in steps:
+        places += _output_targets(fields)
     return places
 
 
@@ -163,7 +207,7 @@ def check_node_local_path(job: Job, cfg: LintConfig) -> list[Finding]:
     whose fix moves every such path on it (``--save`` and ``--load`` together)."""
     shared = _shared_root(job, cfg)
     worktree_sev = "error" if multi_node(job) else "warning"
-    places = _job_places(job, worktree_sev)
+    places = _job_places(job, worktree_sev) + _redirect_places(job)
     for lz in job.launchers:
         places += _launcher_places(lz, worktree_sev)
     by_line: dict[int, list[tuple[_Place, str]]] = {}

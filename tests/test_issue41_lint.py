@@ -1,0 +1,146 @@
+"""Issue 41, item 4 ("Lint composes") and the lint defects it lists: the guide's own skeleton
+gets no finding at all (whether ``uv sync`` ran before submission is for the logs to tell, not
+the script); several findings on one line give one corrected line that fixes them all; logs on a
+node-local path (``--log-dir``, ``tee`` and ``>`` targets, ``--output``/``-o``) are flagged.
+
+The scripts are sbatch scripts (not logs): the guide's skeleton
+(``tests/lint_scripts/guide-skeleton.sbatch``) and the repository skeleton
+(``recipes/train-megatron.sbatch``), each with the edits a test names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from analyzer.lint import LintConfig, lint_text
+from analyzer.lint.rules import Finding
+from tests.helpers import ROOT
+
+GUIDE_PATH = ROOT / "tests" / "lint_scripts" / "guide-skeleton.sbatch"
+GUIDE = GUIDE_PATH.read_text()
+SKELETON = (ROOT / "recipes" / "train-megatron.sbatch").read_text()
+SRUN = """srun --label bash -c '
+  uv run --no-sync python -m torch.distributed.run \\
+    --nnodes "$NNODES" --nproc-per-node "$GPUS_PER_NODE" --node-rank "$SLURM_NODEID" \\
+    --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" \\
+    pretrain_gpt.py "$@"
+' bash "${MEGATRON_ARGS[@]}"
+"""
+FOUR = ("srun --ntasks-per-node=8 bash -c 'torchrun --nnodes 1 --nproc-per-node "
+        '"$GPUS_PER_NODE" --node-rank "$SLURM_NODEID" --master-addr localhost --master-port '
+        '"$MASTER_PORT" pretrain_gpt.py "$@"\' bash "${MEGATRON_ARGS[@]}"\n')
+"""One srun line with four mistakes: 8 tasks per node, bare torchrun, ``--nnodes 1`` on the
+skeleton's 2 nodes, ``--master-addr localhost``."""
+
+
+def edit(old: str, new: str, text: str = SKELETON) -> str:
+    """``text`` with ``old`` replaced by ``new`` (which must be there)."""
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def lint(text: str, cfg: LintConfig | None = None) -> list[Finding]:
+    return lint_text(text, "train.sbatch", cfg)
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(n for n, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent-config-home", "NO_COLOR": "1"}
+    env.pop("MCORE_DIAGNOSE_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "analyzer", "lint", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+# --- 1. the guide's skeleton: no finding at all -------------------------------------------------
+
+
+def test_the_guides_skeleton_gets_no_finding_of_any_severity() -> None:
+    assert lint(GUIDE) == []
+    r = cli("-f", "json", str(GUIDE_PATH))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["findings"] == []
+    text = cli("-f", "text", str(GUIDE_PATH))
+    assert "[uv-sync]" not in text.stdout and "no findings" in text.stdout
+
+
+def test_the_post_mortem_still_gets_the_uv_run_line_for_the_logs_to_confirm() -> None:
+    """The post-mortem lints with ``log_checks``: when the logs show every node building the
+    venv, the script's ``uv run`` line and its ``--no-sync`` fix are its evidence."""
+    [f] = lint(GUIDE, LintConfig(log_checks=True))
+    assert (f.rule, f.severity) == ("uv-sync", "note")
+    assert f.line == line_of(GUIDE, "uv run python")
+    assert f.fix.startswith("uv run --no-sync python -m torch.distributed.run")
+
+
+def test_what_a_script_does_show_about_uv_sync_is_still_a_warning() -> None:
+    inside = edit("  uv run python", "  uv sync && uv run python", GUIDE)
+    assert [(f.rule, f.severity) for f in lint(inside)] == [("uv-sync", "warning")]
+
+
+# --- 3. logs on a node-local path ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["| tee /tmp/train.log", "| tee -a $TMPDIR/train.log",
+                                    "> /dev/shm/train.log", ">> /scratch/local/train.log",
+                                    "&> /local/train.log"])
+def test_worker_output_teed_or_redirected_to_node_local_disk_is_flagged(target: str) -> None:
+    text = edit('pretrain_gpt.py "$@"\n', f'pretrain_gpt.py "$@" 2>&1 {target}\n')
+    [f] = lint(text)
+    assert (f.rule, f.severity) == ("node-local-path", "warning")
+    assert f.line == line_of(text, "pretrain_gpt.py")
+    assert "vanish" in f.message
+    path = target.split()[-1]
+    assert path in f.message and path not in f.fix
+    assert "/shared/$USER/Megatron-LM/train.log" in f.fix  # under the worktree
+
+
+def test_redirect_of_the_srun_itself_on_the_batch_host_is_flagged() -> None:
+    text = edit("' bash \"${MEGATRON_ARGS[@]}\"\n",
+                "' bash \"${MEGATRON_ARGS[@]}\" > $TMPDIR/srun.log 2>&1\n")
+    [f] = lint(text)
+    assert f.rule == "node-local-path" and "$TMPDIR/srun.log" in f.message
+    assert "TMPDIR" not in f.fix
+
+
+@pytest.mark.parametrize("logdir", ["--log-dir /tmp/torchrun", '--log-dir="$TMPDIR/torchrun"',
+                                    "--log_dir ${TMPDIR}/torchrun"])
+def test_torchrun_log_dir_on_node_local_disk_in_the_guides_skeleton(logdir: str) -> None:
+    text = edit("    --master-port='\"${MASTER_PORT}\"' \\\n",
+                f"    --master-port='\"${{MASTER_PORT}}\"' {logdir} \\\n", GUIDE)
+    [f] = lint(text)
+    assert (f.rule, f.line) == ("node-local-path", line_of(text, "--log"))
+    assert "--log-dir" in f.message and "worker logs vanish" in f.message
+    assert "/lustre/project/Megatron-LM/torchrun" in f.fix and "TMPDIR" not in f.fix
+
+
+@pytest.mark.parametrize("opt", ["-o /tmp/%j-%t.out", "--output=$TMPDIR/%j.out",
+                                 "--error /dev/shm/%j.err"])
+def test_srun_output_on_node_local_disk(opt: str) -> None:
+    text = edit("srun --label", f"srun --label {opt}")
+    [f] = lint(text)
+    assert f.rule == "node-local-path" and "log vanishes" in f.message
+    assert "/shared/$USER/Megatron-LM/%j" in f.fix
+
+
+def test_output_of_a_shared_path_is_not_flagged() -> None:
+    text = edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" 2>&1 | tee logs/train-$SLURM_NODEID.log\n')
+    assert lint(text) == []
+    text = edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" > /dev/null 2>&1\n')
+    assert lint(text) == []
+
+
+def test_without_a_worktree_the_fix_puts_logs_under_the_submission_directory() -> None:
+    text = edit('WORKTREE=/shared/$USER/Megatron-LM\ncd "$WORKTREE"\n', "",
+                edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" > /tmp/train.log\n'))
+    [f] = [f for f in lint(text) if f.rule == "node-local-path"]
+    assert "> $SLURM_SUBMIT_DIR/train.log" in f.fix
