@@ -113,3 +113,121 @@ def test_blackwell_max_connections_on_core_0_12_is_told_to_upgrade(tmp_path) -> 
     fix = a.diagnosis.verdict.fix
     assert fix.startswith("This assertion is megatron-core 0.12's operator-precedence bug")
     assert "upgrade megatron-core to ≥ 0.13" in fix and fix.count("upgrade") == 1
+
+
+# --- issue 41: each step states its condition and is checked against the launch facts ---
+
+
+def _verdict(job) -> tuple[str, list]:
+    a = analyze(job, workers=1)
+    return a.diagnosis.verdict.fix, list(a.diagnosis.advisories)
+
+
+def test_no_master_port_sentence_when_the_nodes_ports_agree() -> None:
+    """Both nodes' torchrun print the same rdzv_endpoint port (29762; 43253): nothing to say
+    about MASTER_PORT agreeing. The port that was busy is still checked on the master."""
+    fix, _ = _verdict(REAL / "master-addr-per-node")
+    assert "MASTER_PORT" not in fix
+    fix, _ = _verdict(REAL / "master-port-in-use")
+    assert "same MASTER_PORT" not in fix and "matches everywhere" not in fix
+    assert "port 43253 is free on the master host" in fix
+    assert "MASTER_ADDR must be" not in fix  # the store failed to listen on its own host
+
+
+def test_no_port_check_on_a_node_that_is_not_the_master() -> None:
+    """Node 1 reached for the loopback address with its own port (MASTER_PORT + 1): a port
+    check there is advice about a node that runs no store; the ports are what to fix."""
+    fix, _ = _verdict(REAL / "wrong-master-port")
+    assert "is free" not in fix and "ss -ltnp" not in fix
+    assert "same MASTER_PORT" in fix
+
+
+def test_no_port_check_on_a_host_outside_the_allocation() -> None:
+    """Synthetic events (the catalog's client-timeout format): the job ran on node001/node002
+    and a rank reached for login-01, which is not one of them; on the master it is kept."""
+    from analyzer.decide.fixes import tailor_fix
+    from analyzer.model.event import from_flat
+    from analyzer.shape.attribute import Geometry
+    from analyzer.shape.facts import JobFacts
+
+    def rows(store: str) -> list:
+        text = (f"The client socket has timed out after 600000ms while trying to connect to "
+                f"({store}, 29500).")
+        return [from_flat({"file": "slurm-1.out", "line": 1, "node_index": 1, "node": "node002",
+                           "host": "node002", "category": "rendezvous", "role": "root",
+                           "store_host": store, "port": "29500", "text": text}),
+                from_flat({"file": "slurm-1.out", "line": 2, "node_index": 0, "node": "node001",
+                           "host": "node001", "text": "srun: error: node001: task 0"})]
+
+    geo = Geometry(task_hosts={0: "node001", 1: "node002"})
+    for store, kept in (("login-01", False), ("node002", False), ("node001", True)):
+        r = rows(store)
+        fix = tailor_fix(r[0], "-", JobFacts(values={}), geo, r)
+        assert ("is free" in fix) is kept, (store, fix)
+        assert ("login-01" in fix) is False
+
+
+def test_fsdp_fix_does_not_restate_its_rule() -> None:
+    fix, _ = _verdict(FORMATS / "fsdp-max-connections-one")
+    assert fix.count("conditionally") == 1 and len(sentences(fix)) == 1
+
+
+def test_moe_overlap_warning_gets_the_guides_32(tmp_path) -> None:
+    """Megatron's own warning (the catalog's example line of megatron.ctx.maxconn_warning)
+    under TP with MoE overlap: the guide says 32, not a value to pick."""
+    line = ("For Hopper and before, try not to use tensor model parallelism or context "
+            "parallelism with overlap_moe_expert_parallel_comm. Using tensor/context model "
+            "parallelism requires setting the environment variable CUDA_DEVICE_MAX_CONNECTIONS "
+            "to 1 to maximize the performance. While overlap_moe_expert_parallel_comm requires "
+            "setting a larger CUDA_DEVICE_MAX_CONNECTIONS for better parallelization. If you "
+            "want to use both, you can set CUDA_DEVICE_MAX_CONNECTIONS to 1 or 32, which "
+            "depends on which parallelization you want to prioritize.")
+    (tmp_path / "slurm-1.out").write_text(line + "\n")
+    _, advisories = _verdict(tmp_path)
+    [adv] = [a for a in advisories if a.rule == "max-connections"]
+    assert "CUDA_DEVICE_MAX_CONNECTIONS=32" in adv.fix and "favour" not in adv.fix
+
+
+def test_uv_missing_gets_container_advice_not_uv_run(tmp_path) -> None:
+    """The catalog's example line of python.env.command_not_found: `uv` itself is missing."""
+    (tmp_path / "slurm-1.out").write_text("bash: uv: command not found\n")
+    fix, _ = _verdict(tmp_path)
+    assert "install uv in the image" in fix
+    assert "`uv run python" not in fix and "uv sync" not in fix
+
+
+def test_no_resubmit_from_a_checkpoint_that_stayed_on_the_nodes(tmp_path) -> None:
+    """The time-limit job of test_advisories_content (Megatron's and slurmstepd's formats):
+    --load/--save under /tmp, so there is no checkpoint to resubmit from."""
+    log = (
+        " loading distributed checkpoint from /tmp/ckpt at iteration 0\n"
+        "WARNING: could not find the metadata file /tmp/ckpt/latest_checkpointed_iteration.txt\n"
+        "    will not load any checkpoints and will start from random\n"
+        " [2026-12-02 17:10:00] iteration        1/    1000 | consumed samples:          256 |"
+        " lm loss: 1.050000E+01 |\n"
+        "slurmstepd: error: *** JOB 41 ON node001 CANCELLED AT 2026-12-02T19:10:52 DUE TO "
+        "TIME LIMIT ***\n"
+    )
+    (tmp_path / "slurm-41.out").write_text(log)
+    fix, _ = _verdict(tmp_path)
+    assert "resubmit from the last" not in fix and "--time" in fix
+    fix, _ = _verdict(REAL / "slurm-time-limit")  # checkpoints not node-local: kept
+    assert "resubmit from the last one" in fix
+
+
+def test_invalid_ordinal_fix_gives_the_value_the_logs_show() -> None:
+    """Synthetic event (the catalog's invalid-ordinal message): the launcher's --nproc-per-node
+    and, when the logs show them, the GPUs per node."""
+    from analyzer.decide.fixes import tailor_fix
+    from analyzer.model.event import from_flat
+    from analyzer.shape.attribute import Geometry
+    from analyzer.shape.facts import JobFacts
+
+    row = from_flat({"category": "cuda_error", "text": "CUDA error: invalid device ordinal"})
+    base = ("Make --nproc-per-node equal the number of GPUs visible per node. Do not narrow "
+            "CUDA_VISIBLE_DEVICES per task.")
+    fix = tailor_fix(row, base, JobFacts(values={"gpus_per_node": 4}), Geometry(nproc_per_node=8))
+    assert fix.startswith("Set --nproc-per-node 4 (the GPUs per node the logs show), not 8")
+    assert "Make --nproc-per-node equal" not in fix and "CUDA_VISIBLE_DEVICES" in fix
+    fix = tailor_fix(row, base, JobFacts(values={}), Geometry(nproc_per_node=8))
+    assert fix.startswith("--nproc-per-node is 8 here")

@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from analyzer.decide.advisory import Advise, Advisory, LintedScript, ids, nodes, tagged, where
+from analyzer.decide.fixfacts import NODE_LOCAL
 from analyzer.model.event import Event
 
 
@@ -78,7 +79,8 @@ def _fresh_start(rows: list[Event], sc: LintedScript) -> Advisory | None:
     path = missing[0].cap("path")
     msg = (f"Megatron found no checkpoint ({path}) and started from random: training "
            "restarted from iteration 1")
-    if f is not None:
+    local = f is not None or bool(NODE_LOCAL.match(str(path or "")))
+    if local:
         msg += "; --load/--save are on node-local storage, so a requeue on other nodes "\
             "finds nothing"
     ev = sc.evidence_of(f) + [where(r) for r in missing[:1]]
@@ -86,7 +88,9 @@ def _fresh_start(rows: list[Event], sc: LintedScript) -> Advisory | None:
                     f.fix if f else "check --load points at the directory --save "
                     "wrote, on shared storage; add --exit-on-missing-checkpoint to "
                     "fail instead of starting over", tuple(ev),
-                    explains=frozenset({"slurm_time_limit"}))
+                    explains=frozenset({"slurm_time_limit"}),
+                    # no checkpoint to resubmit from when they stayed on the nodes
+                    drops=frozenset({"resubmit-checkpoint"}) if local else frozenset())
 
 
 def _maxconn(rows: list[Event], sc: LintedScript) -> Advisory | None:
@@ -99,10 +103,25 @@ def _maxconn(rows: list[Event], sc: LintedScript) -> Advisory | None:
         "max-connections",
         "Megatron warned about CUDA_DEVICE_MAX_CONNECTIONS: the parallelism settings want "
         "conflicting values, so one of them runs slower",
-        f.fix if f else "pick the value for the parallelism you favour (1 for TP/CP, 32 for "
-        "MoE overlap, unset or > 1 for FSDP)",
+        f.fix if f else _maxconn_fix(" ".join(r.text or "" for r in warn)),
         tuple(sc.evidence_of(f) + [where(r) for r in warn[:1]]),
     )
+
+
+def _maxconn_fix(text: str) -> str:
+    """The launch guide's value for what the warning names: 32 with MoE overlap (whatever TP
+    is), unset or > 1 with FSDP, else 1 for TP/CP on pre-Blackwell GPUs."""
+    if "overlap_moe" in text or "1 or 32" in text:
+        return ("export CUDA_DEVICE_MAX_CONNECTIONS=32 in the sbatch script (the launch guide's "
+                "rule with --overlap-moe-expert-parallel-comm: 32, whatever TP is)")
+    if "GTP workloads" in text:
+        return ("export CUDA_DEVICE_MAX_CONNECTIONS=32 (or 16) in the sbatch script, before "
+                "the processes start, as Megatron asks for GTP workloads")
+    if "FSDP" in text:
+        return ("with FSDP, do not export CUDA_DEVICE_MAX_CONNECTIONS=1: unset it or set it "
+                "above 1 (the launch guide's rule: FSDP wins over TP/CP)")
+    return ("export CUDA_DEVICE_MAX_CONNECTIONS=1 in the sbatch script on pre-Blackwell GPUs "
+            "with TP or CP > 1 and no FSDP (on Blackwell it has no effect)")
 
 
 def _worlds(rows: list[Event], sc: LintedScript) -> Advisory | None:

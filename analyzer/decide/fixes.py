@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
+from analyzer.decide.fixfacts import launch_facts
 from analyzer.decide.fixsteps import (
     Step,
     When,
@@ -234,10 +235,18 @@ def _fix_max_connections(row: Event, facts: JobFacts, geo: Geometry) -> list[Ste
     return _max_connections(row, facts)
 
 
+_UV_MISSING = step(
+    "`uv` itself is missing where the job runs (a container image or node without it): install "
+    "uv in the image (or on the nodes), or launch with the image's own interpreter (`python -m "
+    "torch.distributed.run`) instead of `uv run`.", "uv-missing", "uv-launcher", "uv-sync")
+
+
 def _fix_import(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     node = row.node
     uv = When(uv=True)
+    missing = [_UV_MISSING] if str(row.cap("path") or "").rsplit("/", 1)[-1] == "uv" else []
     return [
+        *missing,
         step("Launch with `uv run python -m torch.distributed.run` (not a bare `torchrun`).",
              "uv-launcher", when=uv),
         step("Run `uv sync` once before sbatch.", "uv-sync", when=uv),
@@ -251,6 +260,9 @@ def _fix_import(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     ]
 
 
+_LISTEN = regex.compile(r"server socket has failed to listen|EADDRINUSE|address already in use")
+
+
 def _fix_rendezvous(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     store = row.cap("store_host") or row.cap("addr")
     port = row.cap("port")
@@ -258,10 +270,13 @@ def _fix_rendezvous(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
     if port:
         where = f" on {store}" if store else " on the master host"
         out.append(step(f"Check that port {port} is free{where} (`ss -ltnp | grep :{port}`).",
-                        "port-free"))
-    out.append(step("MASTER_ADDR must be the first host of the allocation "
-                    "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).", "master-addr"))
-    out.append(step("Every node must get the same MASTER_PORT.", "master-port"))
+                        "port-free", when=When(on_master=True)))
+    if not _LISTEN.search(row.text or ""):  # a store that failed to listen is on its host
+        out.append(step("MASTER_ADDR must be the first host of the allocation "
+                        "(`scontrol show hostnames $SLURM_JOB_NODELIST | head -n1`).",
+                        "master-addr"))
+    out.append(step("Every node must get the same MASTER_PORT.", "master-port", "same-port",
+                    when=When(ports_differ=True)))
     return out
 
 
@@ -285,6 +300,22 @@ def _fix_collective_timeout(row: Event, facts: JobFacts, geo: Geometry) -> list[
     ]
 
 
+def _fix_cuda_error(row: Event, facts: JobFacts, geo: Geometry) -> list[Step]:
+    """An invalid device ordinal: the value the logs show for --nproc-per-node against the GPUs
+    per node (when the logs show them), not the rule alone."""
+    if "invalid device ordinal" not in f"{row.message or ''} {row.text or ''}":
+        return []
+    asked = geo.nproc_per_node or _int(facts.get("nproc_per_node"))
+    gpus = _int(facts.get("gpus_per_node"))
+    if asked and gpus and asked != gpus:
+        return [step(f"Set --nproc-per-node {gpus} (the GPUs per node the logs show), not "
+                     f"{asked}: a process per GPU, no more.", "nproc-value")]
+    if asked:
+        return [step(f"--nproc-per-node is {asked} here: set it to the number of GPUs each node "
+                     "has (`nvidia-smi -L` on a node lists them).", "nproc-value")]
+    return []
+
+
 _FIXES: dict[str, Callable[[Event, JobFacts, Geometry], list[Step]]] = {
     "cuda_oom": _fix_oom,
     "config": _fix_config,
@@ -293,25 +324,30 @@ _FIXES: dict[str, Callable[[Event, JobFacts, Geometry], list[Step]]] = {
     "rendezvous": _fix_rendezvous,
     "hardware": _fix_hardware,
     "collective_timeout": _fix_collective_timeout,
+    "cuda_error": _fix_cuda_error,
 }
 """The steps of each category that the job's own numbers make specific (the catalog's fix
 follows them, less what they already say)."""
 
 _LEAD = frozenset({"cuda_oom", "config", "cuda_device_max_connections",
-                   "collective_timeout"})
+                   "collective_timeout", "cuda_error"})
 """Categories whose tailored steps come before the catalog's (the others add to it)."""
 
 
 @dataclass(frozen=True)
 class _Facts:
-    """The job's facts as the step conditions read them, with whether dumps were read."""
+    """The job's facts as the step conditions read them, with whether dumps were read and the
+    launch facts of the verdict's event (``fixfacts.launch_facts``)."""
 
     facts: JobFacts
     dumps: bool
+    launch: Mapping[str, Any] = field(default_factory=dict)
 
     def get(self, key: str) -> Any:
         if key == "flight_recorder_dumps":
             return self.dumps
+        if key in self.launch:
+            return self.launch[key]
         return self.facts.get(key)
 
 
@@ -329,4 +365,5 @@ def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry,
     steps, none whose condition the job's facts (and ``rows``: Flight Recorder dumps)
     contradict."""
     dumps = any(r.cap("fr_group") for r in rows)
-    return assemble(fix_steps(row, base, facts, geo), _Facts(facts, dumps))
+    launch = launch_facts(row, rows, geo)
+    return assemble(fix_steps(row, base, facts, geo), _Facts(facts, dumps, launch))

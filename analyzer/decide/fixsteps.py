@@ -41,6 +41,14 @@ class When:
     """Only when no Flight Recorder dumps were read (advice to rerun with them)."""
     dumps: bool = False
     """Only when Flight Recorder dumps were read (advice to read them)."""
+    ports_differ: bool = False
+    """Only unless the logs show every node used the same MASTER_PORT (fact ``ports_agree``)."""
+    on_master: bool = False
+    """Only when the host it names runs the store: never a host outside the allocation or a
+    node other than the master (fact ``store_on_master``; a port check)."""
+    shared_checkpoints: bool = False
+    """Only unless the checkpoints were on node-local storage (fact ``checkpoints_node_local``:
+    no "resubmit from the last checkpoint" when there is none to resubmit from)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,22 @@ def _version_contradicts(when: When, facts: Any) -> bool:
     return ver > when.megatron_at_most
 
 
+def _env_contradicts(when: When, facts: Any) -> bool:
+    """The job's python rules the step out: uv advice to a conda, container or system python
+    (or where `uv` itself is missing), an environment's own launcher to a uv venv."""
+    other = facts.get("python_env") in ("container", "conda", "system")
+    return ((when.uv and (other or bool(facts.get("uv_missing"))))
+            or (when.not_uv and not other))
+
+
+def _launch_contradicts(when: When, facts: Any) -> bool:
+    """The launch facts rule the step out: ports that agree, a store host that is not the
+    master, checkpoints that were node-local."""
+    return ((when.ports_differ and facts.get("ports_agree") is True)
+            or (when.on_master and facts.get("store_on_master") is False)
+            or (when.shared_checkpoints and facts.get("checkpoints_node_local") is True))
+
+
 def contradicted(when: When, facts: Any) -> bool:
     """True when the job's facts rule the step out (unknown facts never do)."""
     gen = facts.get("gpu_generation")
@@ -105,10 +129,7 @@ def contradicted(when: When, facts: Any) -> bool:
         return True
     if when.tp_or_cp and _parallel_contradicts(facts):
         return True
-    env = facts.get("python_env")
-    if when.uv and env in ("container", "conda", "system"):
-        return True
-    if when.not_uv and env not in ("container", "conda", "system"):
+    if _env_contradicts(when, facts) or _launch_contradicts(when, facts):
         return True
     dumps = bool(facts.get("flight_recorder_dumps"))
     return (when.no_dumps and dumps) or (when.dumps and not dumps)
@@ -131,12 +152,16 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
                         r"|scontrol show hostnames"),
         ("missing-nodes", r"missing nodes|every node started|never started"),
         ("master-port", r"MASTER_PORT"),
+        ("same-port", r"same MASTER_PORT|MASTER_PORT (?:matches|agrees)( everywhere)?"),
+        ("resubmit-checkpoint", r"resubmit from the last"),
         ("port-free", r"port \d+ is free|ss -ltnp"),
         ("uv-launcher", r"uv run"),
         ("uv-sync", r"uv sync"),
         ("maxconn-blackwell-bug", r"0\.12\b.*Blackwell|Blackwell.*0\.12\b|precedence bug"),
         ("maxconn-export", r"export CUDA_DEVICE_MAX_CONNECTIONS=1\b"),
         ("maxconn-unset", r"unset (?:it|CUDA_DEVICE_MAX_CONNECTIONS)|delete the line"),
+        ("nproc-value", r"nproc[-_]per[-_]node (?:is )?\d|Make --nproc-per-node equal"),
+        ("maxconn-conditional", r"(?:only |un)conditionally"),
         ("pythonpath", r"PYTHONPATH"),
         ("add-pattern", r"add a pattern|patterns suggest"),
         ("gpu-pin", r"own GPU|set_visible_devices|only one process uses each GPU"),
@@ -161,6 +186,12 @@ def _when_of(text: str) -> When:
         return When(gpu=PRE_BLACKWELL)
     if regex.search(r"\buv (?:run|sync)\b", text):
         return When(uv=True)
+    if topics_of(text) & {"same-port"}:
+        return When(ports_differ=True)
+    if topics_of(text) & {"port-free"}:
+        return When(on_master=True)
+    if topics_of(text) & {"resubmit-checkpoint"}:
+        return When(shared_checkpoints=True)
     if topics_of(text) & {"fr-rerun"}:
         return When(no_dumps=True)
     return When()

@@ -14,13 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
-
+from analyzer.decide.fixfacts import NODE_LOCAL
 from analyzer.model.event import CANDIDATE, CONTEXT, ROOT, Event
-
-NODE_LOCAL = regex.compile(r"^(?:/tmp\b|/local\b|/dev/shm\b|/scratch/local\b|/var/tmp\b|"
-                           r"\$\{?TMPDIR\b|/local/scratch\b)")
-"""Paths that are node-local by convention (what a job's ``TMPDIR`` points at)."""
 
 NOT_MASTER_ADVICE = frozenset({"master-addr", "master-port", "port-free", "find-first",
                                "missing-nodes"})
