@@ -118,3 +118,15 @@ def test_master_addr_a_node_set_to_its_own_host_name() -> None:
     healthy = from_flat({**{k: v for k, v in row.values().items()}, "node_index": 0,
                          "node": "gpu-001", "host": "gpu-001", "store_host": "gpu-001"})
     assert master_addr_per_node([healthy]) is None
+
+
+def test_two_launchers_per_node_is_one_instruction_without_a_port_check() -> None:
+    """The lint's rewrite of the srun line opens a multi-line command (``bash -c '``): the
+    advisory shows it as the start of that line, and the port the job's own second launcher
+    holds is no port to free."""
+    a = analyze(REAL / "two-agents-per-node", workers=1)
+    adv = _adv(a, "tasks-per-node")
+    assert adv["fix"].startswith("run one srun task (one launcher) per node: `srun ")
+    assert adv["fix"].endswith("…`")
+    [x] = [x for x in a.diagnosis.advisories if x.rule == "tasks-per-node"]
+    assert {"port-free", "free-port"} <= x.drops

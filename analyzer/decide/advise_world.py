@@ -112,8 +112,20 @@ def port_in_use(rows: list[Event], sc: LintedScript,
         f"srun tasks {', '.join(map(str, tasks))} ran on the same host {host}: several "
         "launchers per node, and the second one's store port was already in use "
         "(EADDRINUSE)",
-        tpn.fix if tpn else "#SBATCH --ntasks-per-node=1",
+        _one_task_per_node(tpn.fix if tpn else ""),
         tuple(sc.evidence_of(tpn) + [where(r) for r in inuse[:1]]),
         "error",
         patterns=tuple(sorted({str(r.pattern_id) for r in inuse})),
+        # the port is not busy by chance: the job's own second launcher holds it
+        drops=frozenset({"port-free", "free-port", "master-addr", "same-port"}),
     )
+
+
+def _one_task_per_node(line: str) -> str:
+    """One instruction: one srun task per node, with the script's srun line as the lint
+    rewrote it (a line that opens a multi-line command shown as its start, in backticks)."""
+    line = line.strip()
+    if not line.startswith("srun"):
+        return "#SBATCH --ntasks-per-node=1: one srun task (one launcher) per node"
+    shown = line if line.count("'") % 2 == 0 and line.count('"') % 2 == 0 else f"{line} …"
+    return f"run one srun task (one launcher) per node: `{shown}`"

@@ -27,6 +27,11 @@ _LOOPBACK = regex.compile(r"^(?:127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$", reg
 _IP = regex.compile(r"^\[?[\d.:a-f]+\]?$", regex.I)
 
 
+def is_address(host: str) -> bool:
+    """An IP address (which host it is, a line does not say)."""
+    return bool(_IP.match(host.strip()))
+
+
 def _node_key(r: Event) -> str | None:
     if r.node_index is not None:
         return str(r.node_index)

@@ -155,6 +155,7 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
         ("same-port", r"same MASTER_PORT|MASTER_PORT (?:matches|agrees)( everywhere)?"),
         ("resubmit-checkpoint", r"resubmit from the last"),
         ("port-free", r"port \d+ is free|ss -ltnp"),
+        ("free-port", r"free (?:MASTER_)?port|leftover (?:python/torchrun )?processes"),
         ("uv-launcher", r"uv run"),
         ("uv-sync", r"uv sync"),
         ("maxconn-blackwell-bug", r"0\.12\b.*Blackwell|Blackwell.*0\.12\b|precedence bug"),
