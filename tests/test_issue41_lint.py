@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 
 from analyzer.lint import LintConfig, lint_text
+from analyzer.lint.compose import compose
 from analyzer.lint.rules import Finding
 from tests.helpers import ROOT
 
 GUIDE_PATH = ROOT / "tests" / "lint_scripts" / "guide-skeleton.sbatch"
 GUIDE = GUIDE_PATH.read_text()
+FOUR_PATH = ROOT / "tests" / "lint_scripts" / "four-mistakes.sbatch"
 SKELETON = (ROOT / "recipes" / "train-megatron.sbatch").read_text()
 SRUN = """srun --label bash -c '
   uv run --no-sync python -m torch.distributed.run \\
@@ -133,7 +135,8 @@ def test_srun_output_on_node_local_disk(opt: str) -> None:
 
 
 def test_output_of_a_shared_path_is_not_flagged() -> None:
-    text = edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" 2>&1 | tee logs/train-$SLURM_NODEID.log\n')
+    text = edit('pretrain_gpt.py "$@"\n',
+                'pretrain_gpt.py "$@" 2>&1 | tee logs/train-$SLURM_NODEID.log\n')
     assert lint(text) == []
     text = edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" > /dev/null 2>&1\n')
     assert lint(text) == []
@@ -144,3 +147,119 @@ def test_without_a_worktree_the_fix_puts_logs_under_the_submission_directory() -
                 edit('pretrain_gpt.py "$@"\n', 'pretrain_gpt.py "$@" > /tmp/train.log\n'))
     [f] = [f for f in lint(text) if f.rule == "node-local-path"]
     assert "> $SLURM_SUBMIT_DIR/train.log" in f.fix
+
+
+# --- 2. several findings on one line: one corrected line ----------------------------------------
+
+FOUR_MISTAKES = ("--ntasks-per-node=8", "torchrun", "--nnodes 1", "localhost")
+
+
+def four() -> str:
+    return edit(SRUN, FOUR)
+
+
+def test_four_mistakes_on_one_srun_line_give_one_line_that_fixes_them_all() -> None:
+    text = four()
+    found = lint(text)
+    at = line_of(text, "torchrun")
+    assert {f.rule for f in found} == {"tasks-per-node", "launcher", "worker-group",
+                                       "master-addr"}
+    assert all(f.line == at for f in found)  # and each is still listed with its own fix
+    [c] = compose(found, text.splitlines())
+    assert c.line == at and sorted(c.rules) == sorted(f.rule for f in found)
+    assert c.conflicts == () and c.separate == ()
+    for mistake in FOUR_MISTAKES:
+        assert mistake not in c.fix, mistake
+    assert c.fix.startswith("srun --ntasks-per-node=1 bash -c 'uv run python -m "
+                            'torch.distributed.run --nnodes "$SLURM_NNODES"')
+    assert '--master-addr "$MASTER_ADDR"' in c.fix
+    fixed = text.replace(text.splitlines()[at - 1], c.fix)
+    assert lint(fixed) == []  # the corrected line lints clean
+
+
+def test_each_single_fix_on_that_line_keeps_the_other_mistakes() -> None:
+    """Why the composed line is needed: every finding's own fix corrects only its mistake."""
+    for f in lint(four()):
+        assert sum(m in f.fix for m in FOUR_MISTAKES) == 3, (f.rule, f.fix)
+
+
+def test_the_bundled_four_mistakes_script_is_the_skeleton_with_that_line() -> None:
+    body = FOUR_PATH.read_text()
+    assert FOUR in body and body.split("#SBATCH", 1)[1] == four().split("#SBATCH", 1)[1]
+
+
+def test_the_text_report_shows_the_composed_line_after_the_findings() -> None:
+    r = cli("-f", "text", "--no-reasons", str(FOUR_PATH))
+    assert r.returncode == 1
+    out = r.stdout
+    assert out.count("  fix: ") == 4
+    head = out.index("all 4 fixes")
+    assert head > out.rindex("  fix: ")  # after the last of the line's findings
+    block = out[head:out.index("1 script:")]
+    assert "tasks-per-node, launcher, worker-group, master-addr" in " ".join(block.split())
+    fixed = " ".join(block.split("  fixed: ", 1)[1].split())  # unwrapped
+    for mistake in FOUR_MISTAKES:
+        assert mistake not in fixed, mistake
+    assert "torch.distributed.run" in fixed
+    assert out.rstrip().splitlines()[-1] == "1 script: 3 errors, 1 warning"  # the summary last
+
+
+def test_the_json_report_has_a_composed_list() -> None:
+    script, text = FOUR_PATH, FOUR_PATH.read_text()
+    r = cli("-f", "json", str(script))
+    data = json.loads(r.stdout)
+    assert len(data["findings"]) == 4
+    [c] = data["composed"]
+    assert (c["file"], c["line"]) == (str(script), line_of(text, "bash -c 'torchrun"))
+    assert c["rules"] == ["tasks-per-node", "launcher", "worker-group", "master-addr"]
+    assert c["conflicts"] == [] and c["separate"] == []
+    assert not any(m in c["fix"] for m in FOUR_MISTAKES)
+    clean = cli("-f", "json", str(GUIDE_PATH))
+    assert json.loads(clean.stdout) == {"findings": [], "composed": []}
+
+
+def test_one_finding_on_a_line_composes_nothing() -> None:
+    text = edit("srun --label", "srun --ntasks-per-node=8 --label")
+    found = lint(text)
+    assert len(found) == 1 and compose(found, text.splitlines()) == []
+
+
+def test_rewrites_that_change_the_same_words_are_a_conflict_showing_both() -> None:
+    """A mechanism test with synthetic findings (no rule gives such a pair today): two fixes
+    that rewrite the same word cannot both apply; the first in rule order is kept."""
+    line = "srun --ntasks-per-node=8 torchrun --nnodes 1 train.py"
+    a = Finding("tasks-per-node", "error", 1, "m", line.replace("=8", "=1"), "r", "s")
+    b = Finding("launcher", "warning", 1, "m", line.replace("torchrun", "uvx-torchrun"), "r",
+                "s")
+    c = replace(b, rule="worker-group", fix=line.replace("torchrun", "python -m x"))
+    [got] = compose([c, b, a], [line])
+    assert got.rules == ("tasks-per-node", "launcher")
+    assert got.fix == "srun --ntasks-per-node=1 uvx-torchrun --nnodes 1 train.py"
+    [(pair, fixes)] = got.conflicts
+    assert pair == ("launcher", "worker-group") and fixes == (b.fix, c.fix)
+
+
+def test_a_fix_that_is_not_a_corrected_line_is_kept_apart() -> None:
+    line = "srun --ntasks-per-node=8 torchrun --nnodes 1 train.py"
+    a = Finding("tasks-per-node", "error", 1, "m", line.replace("=8", "=1"), "r", "s")
+    b = Finding("worker-group", "error", 1, "m", line.replace("--nnodes 1", "--nnodes 2"), "r",
+                "s")
+    c = Finding("master-addr", "error", 1, "m", "export MASTER_ADDR=somewhere", "r", "s")
+    [got] = compose([a, b, c], [line])  # synthetic findings: the mechanism
+    assert got.fix == "srun --ntasks-per-node=1 torchrun --nnodes 2 train.py"
+    assert got.separate == ("master-addr",)
+
+
+def test_the_json_with_a_composed_line_and_a_conflict_meets_its_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extras")
+    from analyzer.report.schemas import load_schema
+
+    schema = load_schema("lint")
+    data = json.loads(cli("-f", "json", str(FOUR_PATH)).stdout)
+    jsonschema.validate(data, schema)
+    conflict = {"file": "s", "line": 1, "rules": ["launcher", "worker-group"], "fix": "x",
+                "conflicts": [{"rules": ["launcher", "worker-group"], "fixes": ["a", "b"]}],
+                "separate": ["master-addr"]}
+    jsonschema.validate({"findings": [], "composed": [conflict]}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"findings": []}, schema)  # composed is always there

@@ -257,10 +257,10 @@ def _tty_lines(*args: str, columns: int = 80) -> list[str]:
 def test_lint_findings_fit_80_columns_with_a_hanging_indent() -> None:
     from tests.helpers import ROOT
 
-    script = ROOT / "tests" / "lint_scripts" / "guide-skeleton.sbatch"
+    script = ROOT / "tests" / "lint_scripts" / "four-mistakes.sbatch"
     lines = _tty_lines("lint", str(script))
     assert lines and max(map(len, lines)) <= 80, max(lines, key=len)
-    head = next(i for i, ln in enumerate(lines) if "[uv-sync]" in ln)
+    head = next(i for i, ln in enumerate(lines) if "[tasks-per-node]" in ln)
     assert lines[head + 1].startswith("    ") and lines[head + 1].strip()  # wrapped, indented
     fix = next(i for i, ln in enumerate(lines) if ln.startswith("  fix: "))
     assert lines[fix + 1].startswith(" " * 7)  # under the fix's text, not at column 0

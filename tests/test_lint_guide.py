@@ -1,8 +1,9 @@
 """``mcore-diagnose lint`` against the launch guide itself (issue 29): the guide's own skeleton
-lints clean (no finding at all, issue 41); MASTER_ADDR is reported where it is set, through ``export``, ``${VAR:-...}`` and
-``bash -c '...'`` quoting; MoE overlap wants ``CUDA_DEVICE_MAX_CONNECTIONS=32``; an srun that
-inherits several tasks per node is flagged on its own line; ``--save`` and ``--load`` on
-node-local disk are fixed together; ``#SBATCH --output`` never gets a ``$VAR``.
+lints clean (no finding at all, issue 41); MASTER_ADDR is reported where it is set, through
+``export``, ``${VAR:-...}`` and ``bash -c '...'`` quoting; MoE overlap wants
+``CUDA_DEVICE_MAX_CONNECTIONS=32``; an srun that inherits several tasks per node is flagged on
+its own line; ``--save`` and ``--load`` on node-local disk are fixed together; ``#SBATCH
+--output`` never gets a ``$VAR``.
 
 Scripts are the repository skeleton (``recipes/train-megatron.sbatch``) with one edit, or the
 guide's skeleton as written (``tests/lint_scripts/guide-skeleton.sbatch``).

@@ -163,7 +163,7 @@ def lint_cmd(
     if output == Path("-"):
         output = None
     if fmt == LintFormat.json:
-        text = to_json(results)
+        text = to_json(results, lines)
     else:
         colored = fmt == LintFormat.terminal and use_color(color, sys.stdout)
         text = render_findings(results, lines, color=colored, reasons=not no_reasons)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from analyzer.lint.compose import Composed, compose
 from analyzer.lint.rules import Finding
 from analyzer.util.safe import clean
 
@@ -23,10 +24,17 @@ def listing_width() -> int:
     return max(40, shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
-def to_json(results: Sequence[tuple[str, list[Finding]]]) -> str:
-    """``{"findings": [{rule, severity, line, message, fix, reason, file}, ...]}``."""
+def to_json(results: Sequence[tuple[str, list[Finding]]],
+            lines: dict[str, list[str]] | None = None) -> str:
+    """``{"findings": [{rule, severity, line, message, fix, reason, file}, ...], "composed":
+    [{file, line, rules, fix, conflicts, separate}, ...]}`` (``lines``: each script's text by
+    path, for the composed lines)."""
+    lines = lines or {}
+    composed = [c.as_dict() for path, found in results
+                for c in compose(found, lines.get(path, []))]
     return json.dumps(
-        {"findings": [f.as_dict() for _, found in results for f in found]}, indent=2
+        {"findings": [f.as_dict() for _, found in results for f in found],
+         "composed": composed}, indent=2
     ) + "\n"
 
 
@@ -57,7 +65,8 @@ def render_findings(
                   highlight=False, emoji=False, soft_wrap=True, _environ={})
     for path, found in results:
         src = lines.get(path, [])
-        for f in found:
+        composed = {c.line: c for c in compose(found, src)}
+        for k, f in enumerate(found):
             head = Text()
             head.append(f"{clean(path)}:{f.line}", style="bold")
             head.append(": ")
@@ -72,8 +81,32 @@ def render_findings(
             if reasons:
                 _hang(con, Text("  why: ", "dim"), Text(clean(f.reason), style="dim"), width)
             con.print()
+            last_on_line = k + 1 == len(found) or found[k + 1].line != f.line
+            if last_on_line and f.line in composed:
+                _composed(con, path, composed[f.line], width)
     _hang(con, Text(), Text(_summary(results)), width, indent=2)
     return buf.getvalue()
+
+
+def _composed(con: Console, path: str, c: Composed, width: int) -> None:
+    """The one corrected line for a line's findings, its conflicts and the fixes kept apart."""
+    head = Text()
+    head.append(f"{clean(path)}:{c.line}", style="bold")
+    head.append(f": all {len(c.rules)} fixes on this line applied together "
+                f"({', '.join(c.rules)}):")
+    _hang(con, Text(), head, width, indent=4)
+    _hang(con, Text("  fixed: ", "green"), Text(clean(c.fix)), width)
+    for (kept, other), (kept_fix, other_fix) in c.conflicts:
+        _hang(con, Text("  conflict: ", "yellow"),
+              Text(f"[{kept}] and [{other}] change the same words; the fixed line has "
+                   f"[{kept}]'s fix, not [{other}]'s. Both:"), width)
+        _hang(con, Text(f"    [{kept}] ", "dim"), Text(clean(kept_fix)), width)
+        _hang(con, Text(f"    [{other}] ", "dim"), Text(clean(other_fix)), width)
+    if c.separate:
+        _hang(con, Text("  apart: ", "dim"),
+              Text(", ".join(f"[{r}]" for r in c.separate)
+                   + ": its fix is not this line corrected; see the finding"), width)
+    con.print()
 
 
 def _hang(con: Console, label: Text, body: Text, width: int, indent: int | None = None) -> None:

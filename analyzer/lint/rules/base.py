@@ -163,6 +163,13 @@ def _master_addr_usable(var: Var | None) -> bool:
     return not (is_node_list(v) or HOSTNAME.search(v) or v in LOOPBACK or not v)
 
 
+def master_value(job: Job, lz: Launcher) -> str:
+    """What ``--master-addr`` of ``lz`` should be: ``"$MASTER_ADDR"`` when the script exports it
+    as one host, else the allocation's first host from scontrol."""
+    return ('"$MASTER_ADDR"' if _master_addr_usable(launch_var(job, lz, "MASTER_ADDR"))
+            else FIRST_HOST)
+
+
 def rank_fix(job: Job, lz: Launcher) -> str:
     """``--nnodes --node-rank --master-addr --master-port`` for ``lz``, each a value it has.
 
@@ -171,8 +178,7 @@ def rank_fix(job: Job, lz: Launcher) -> str:
     own values (``$SLURM_NNODES``, the first host from scontrol, the default port 29500)."""
     nnodes = launch_var(job, lz, "NNODES")
     port = launch_var(job, lz, "MASTER_PORT")
-    addr = ('"$MASTER_ADDR"' if _master_addr_usable(launch_var(job, lz, "MASTER_ADDR"))
-            else FIRST_HOST)
+    addr = master_value(job, lz)
     return (f'--nnodes "${"NNODES" if nnodes is not None and nnodes.exported else "SLURM_NNODES"}" '
             f'--node-rank "$SLURM_NODEID" --master-addr {addr} --master-port '
             + ('"$MASTER_PORT"' if port is not None and port.exported else "29500"))

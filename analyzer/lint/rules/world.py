@@ -10,6 +10,7 @@ from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Env, Field
 from analyzer.lint.launchplan import Job, Launcher
 from analyzer.lint.rules.base import (
+    FIRST_HOST,
     HOSTNAME,
     LAUNCH_FIX,
     LOOPBACK,
@@ -20,6 +21,7 @@ from analyzer.lint.rules.base import (
     finding,
     is_node_list,
     launch_var,
+    master_value,
     multi_node,
     on_line,
     rank_fix,
@@ -39,11 +41,20 @@ def _per_task(job: Job, lz: Launcher, line: int) -> bool:
     return False
 
 
-def _master_fix(job: Job, line: int) -> str:
-    """The corrected MASTER_ADDR line."""
-    if "MASTER_ADDR=" not in job.script.line_text(line):
-        return MASTER_FIX
-    return corrected(job, line, r"MASTER_ADDR=.*", MASTER_FIX.removeprefix("export "), MASTER_FIX)
+_MASTER_OPT = r"--master[-_]addr(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s'\"]+)"
+
+
+def _master_fix(job: Job, line: int, lz: Launcher | None = None) -> str:
+    """The corrected MASTER_ADDR line, or the launcher's line with a ``--master-addr`` that
+    names the allocation's first host (``"$MASTER_ADDR"`` where the script exports it so)."""
+    text = job.script.line_text(line)
+    if "MASTER_ADDR=" in text:
+        return corrected(job, line, r"MASTER_ADDR=.*", MASTER_FIX.removeprefix("export "),
+                         MASTER_FIX)
+    if re.search(_MASTER_OPT, text):
+        value = master_value(job, lz) if lz is not None else FIRST_HOST
+        return corrected(job, line, _MASTER_OPT, "--master-addr " + value, MASTER_FIX)
+    return MASTER_FIX
 
 
 def _missing_master_addr(job: Job, lz: Launcher) -> Finding | None:
@@ -121,7 +132,7 @@ def _multi_node_master(job: Job, lz: Launcher, addr: Field, fix: str) -> Finding
 def _wrong_master_addr(job: Job, lz: Launcher, addr: Field) -> Finding | None:
     """A master address that is not the allocation's first host."""
     v = addr.value
-    fix = _master_fix(job, addr.line)
+    fix = _master_fix(job, addr.line, lz)
     if "scontrol show hostname" in v:
         return None
     if is_node_list(v):
