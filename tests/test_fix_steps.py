@@ -231,3 +231,22 @@ def test_invalid_ordinal_fix_gives_the_value_the_logs_show() -> None:
     assert "Make --nproc-per-node equal" not in fix and "CUDA_VISIBLE_DEVICES" in fix
     fix = tailor_fix(row, base, JobFacts(values={}), Geometry(nproc_per_node=8))
     assert fix.startswith("--nproc-per-node is 8 here")
+
+
+def test_invalid_ordinal_fix_counts_the_gpus_nvidia_smi_lists(tmp_path) -> None:
+    """The format-built Hopper fixture's nvidia-smi query lines cut to GPUs 0-3 (a node with 4
+    GPUs) and a synthetic invalid-ordinal event of a launcher started with 8 per node."""
+    from analyzer.decide.fixes import tailor_fix
+    from analyzer.model.event import from_flat
+    from analyzer.shape.attribute import Geometry
+
+    src = FORMATS / "max-connections-hopper-tp" / "slurm-90017.out"
+    kept = [line for line in src.read_text().splitlines()
+            if not any(line.startswith(f"{i}, NVIDIA") for i in range(4, 8))]
+    (tmp_path / src.name).write_text("\n".join(kept) + "\n")
+    a = analyze(tmp_path, workers=1)
+    row = from_flat({"category": "cuda_error", "text": "CUDA error: invalid device ordinal"})
+    base = "Make --nproc-per-node equal the number of GPUs visible per node."
+    fix = tailor_fix(row, base, a.facts, Geometry(nproc_per_node=8), a.rows)
+    assert fix == "Set --nproc-per-node 4 (the GPUs per node the logs show), not 8: a process " \
+                  "per GPU, no more."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import regex
@@ -351,10 +351,19 @@ class _Facts:
         return self.facts.get(key)
 
 
-def fix_steps(row: Event, base: str, facts: JobFacts, geo: Geometry) -> list[Step]:
-    """The steps of this event's fix: the tailored ones and the catalog's, in order."""
+def _with(facts: JobFacts, launch: Mapping[str, Any]) -> JobFacts:
+    """``facts`` and the launch facts it does not have (the logs' GPUs per node)."""
+    extra = {k: v for k, v in launch.items() if v is not None and facts.get(k) is None}
+    return replace(facts, values={**facts.values, **extra}) if extra else facts
+
+
+def fix_steps(row: Event, base: str, facts: JobFacts, geo: Geometry,
+              launch: Mapping[str, Any] | None = None) -> list[Step]:
+    """The steps of this event's fix: the tailored ones and the catalog's, in order
+    (``launch``: the launch facts of ``fixfacts.launch_facts``)."""
+    launch = launch or {}
     fix = _FIXES.get(row.category)
-    tailored = fix(row, facts, geo) if fix is not None else []
+    tailored = fix(row, _with(facts, launch), geo) if fix is not None else []
     catalog = catalog_steps(base)
     return [*tailored, *catalog] if row.category in _LEAD else [*catalog, *tailored]
 
@@ -366,4 +375,4 @@ def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry,
     contradict."""
     dumps = any(r.cap("fr_group") for r in rows)
     launch = launch_facts(row, rows, geo)
-    return assemble(fix_steps(row, base, facts, geo), _Facts(facts, dumps, launch))
+    return assemble(fix_steps(row, base, facts, geo, launch), _Facts(facts, dumps, launch))

@@ -127,9 +127,21 @@ def uv_missing(rows: Sequence[Event]) -> bool:
     )
 
 
+def gpus_per_node(rows: Sequence[Event]) -> int | None:
+    """The GPUs one node lists (nvidia-smi's table rows or ``--query-gpu`` CSV lines: a GPU
+    index with its name), the most any node lists; None when no node lists its GPUs."""
+    per: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        gpu = r.cap("gpu")
+        if r.cap("gpu_name") and gpu is not None and str(gpu).isdigit():
+            per[_node_key(r) or r.host or r.file or "?"].add(str(gpu))
+    return max((len(v) for v in per.values()), default=None)
+
+
 def launch_facts(row: Event, rows: Sequence[Event], geo: Geometry) -> dict[str, Any]:
     """The launch facts of a fix's conditions for the verdict's ``row``."""
     return {
+        "gpus_per_node": gpus_per_node(rows),
         "ports_agree": ports_agree(rows),
         "store_on_master": store_on_master(row, rows, geo),
         "checkpoints_node_local": checkpoints_node_local(rows) or None,
