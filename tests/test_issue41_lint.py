@@ -263,3 +263,25 @@ def test_the_json_with_a_composed_line_and_a_conflict_meets_its_schema() -> None
     jsonschema.validate({"findings": [], "composed": [conflict]}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"findings": []}, schema)  # composed is always there
+
+
+def test_nproc_per_node_with_underscores_is_fixed_on_its_own_option() -> None:
+    """The allocation fix for ``--nproc_per_node=16`` rewrote the first ``=`` on the line (the
+    srun's ``--ntasks-per-node``), so composing it broke the task count."""
+    line = ("srun --ntasks-per-node=1 bash -c 'uv run --no-sync python -m torch.distributed.run "
+            '--nnodes "$NNODES" --nproc_per_node=16 --node-rank "$SLURM_NODEID" '
+            '--master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" pretrain_gpt.py "$@"\' '
+            'bash "${MEGATRON_ARGS[@]}"\n')
+    [f] = lint(edit(SRUN, line))
+    assert f.rule == "allocation"
+    assert "--ntasks-per-node=1 " in f.fix and "--nproc_per_node=8 " in f.fix
+
+
+@pytest.mark.parametrize("use", ["--log-dir=${LOG_DIR}", "--log-dir='\"${LOG_DIR}\"'"])
+def test_log_dir_through_a_variable_is_reported_where_it_is_set(use: str) -> None:
+    text = edit("export GPUS_PER_NODE=8\n", "export GPUS_PER_NODE=8\nexport LOG_DIR=/tmp/tr\n",
+                edit("    --master-port='\"${MASTER_PORT}\"' \\\n",
+                     f"    --master-port='\"${{MASTER_PORT}}\"' {use} \\\n", GUIDE))
+    [f] = lint(text)
+    assert (f.rule, f.line) == ("node-local-path", line_of(text, "export LOG_DIR"))
+    assert f.fix == "export LOG_DIR=/lustre/project/Megatron-LM/tr"

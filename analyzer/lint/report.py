@@ -103,9 +103,11 @@ def _composed(con: Console, path: str, c: Composed, width: int) -> None:
         _hang(con, Text(f"    [{kept}] ", "dim"), Text(clean(kept_fix)), width)
         _hang(con, Text(f"    [{other}] ", "dim"), Text(clean(other_fix)), width)
     if c.separate:
+        one = len(c.separate) == 1
         _hang(con, Text("  apart: ", "dim"),
               Text(", ".join(f"[{r}]" for r in c.separate)
-                   + ": its fix is not this line corrected; see the finding"), width)
+                   + (": its fix is" if one else ": their fixes are")
+                   + " not this line corrected; see the finding" + ("" if one else "s")), width)
     con.print()
 
 

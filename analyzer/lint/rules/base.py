@@ -127,7 +127,7 @@ def as_int(value: str | None) -> int | None:
 def on_line(job: Job, f: Field, *names: str) -> bool:
     """True when one of the option ``names`` is written on the line ``f`` came from."""
     text = job.script.line_text(f.line)
-    return any(n in text or n.replace("-", "_") in text for n in names)
+    return any(n in text or "--" + n.removeprefix("--").replace("-", "_") in text for n in names)
 
 
 def multi_node(job: Job) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from analyzer.lint.config import LintConfig
 from analyzer.lint.expand import Field
 from analyzer.lint.launchplan import Job, Launcher, Srun
-from analyzer.lint.rules.base import Finding, corrected, finding, multi_node
+from analyzer.lint.rules.base import Finding, corrected, finding, launch_var, multi_node
 
 # --- node-local-path ----------------------------------------------------------------------------
 
@@ -75,12 +75,29 @@ def _job_places(job: Job, worktree_sev: str) -> list[_Place]:
     return places
 
 
-def _launcher_places(lz: Launcher, worktree_sev: str) -> list[_Place]:
+_VAR_NAME = re.compile(r"\$\{?(\w+)")
+
+
+def _where_set(job: Job, lz: Launcher, f: Field) -> Field:
+    """``f`` at the line that writes its path: where it is used when the path is written there,
+    else the assignment of the variable the line uses for it (``--log-dir "$LOGS"``)."""
+    text = job.script.line_text(f.line)
+    if f.value in text:
+        return f
+    for name in _VAR_NAME.findall(text):
+        var = launch_var(job, lz, name)
+        if (var is not None and var.value == f.value
+                and var.value in job.script.line_text(var.line)):
+            return Field(f.value, var.line, f.symbolic, f.at)
+    return f
+
+
+def _launcher_places(job: Job, lz: Launcher, worktree_sev: str) -> list[_Place]:
     """Checkpoints, logs, the interpreter and the venv of one launch."""
-    places = [_Place(lz.args[key], what, "warning", why) for key, what, why in _SCRIPT_PATHS
-              if key in lz.args and lz.args[key].value]
+    places = [_Place(_where_set(job, lz, lz.args[key]), what, "warning", why)
+              for key, what, why in _SCRIPT_PATHS if key in lz.args and lz.args[key].value]
     if "log-dir" in lz.opts and lz.opts["log-dir"].value:
-        places.append(_Place(lz.opts["log-dir"], "--log-dir", "warning",
+        places.append(_Place(_where_set(job, lz, lz.opts["log-dir"]), "--log-dir", "warning",
                              "the worker logs vanish with the node"))
     if lz.python is not None:
         places.append(_Place(lz.python, "the interpreter", worktree_sev,
@@ -209,7 +226,7 @@ def check_node_local_path(job: Job, cfg: LintConfig) -> list[Finding]:
     worktree_sev = "error" if multi_node(job) else "warning"
     places = _job_places(job, worktree_sev) + _redirect_places(job)
     for lz in job.launchers:
-        places += _launcher_places(lz, worktree_sev)
+        places += _launcher_places(job, lz, worktree_sev)
     by_line: dict[int, list[tuple[_Place, str]]] = {}
     for p in places:
         pre = _node_local(cfg, p.field.value)
