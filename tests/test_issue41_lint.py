@@ -284,3 +284,20 @@ def test_log_dir_through_a_variable_is_reported_where_it_is_set(use: str) -> Non
     [f] = lint(text)
     assert (f.rule, f.line) == ("node-local-path", line_of(text, "export LOG_DIR"))
     assert f.fix == "export LOG_DIR=/lustre/project/Megatron-LM/tr"
+
+
+def test_the_text_report_shows_both_fixes_of_a_conflict() -> None:
+    """Synthetic findings (the mechanism of the listing, not a rule's words)."""
+    from analyzer.lint.report import render_findings
+
+    line = "srun --ntasks-per-node=8 torchrun --nnodes 1 train.py"
+    a = Finding("tasks-per-node", "error", 1, "m", line.replace("=8", "=1"), "r", "s")
+    b = Finding("launcher", "warning", 1, "m", line.replace("torchrun", "uvx-torchrun"), "r", "s")
+    c = replace(b, rule="worker-group", fix=line.replace("torchrun", "python -m x"))
+    d = replace(a, rule="master-addr", fix="export MASTER_ADDR=somewhere")
+    out = render_findings([("s", [a, d, b, c])], {"s": [line]}, color=False, width=200)
+    block = out[out.index("all 2 fixes"):]
+    assert "  fixed: srun --ntasks-per-node=1 uvx-torchrun --nnodes 1 train.py" in block
+    assert "[launcher] and [worker-group] change the same words" in block
+    assert f"    [launcher] {b.fix}" in block and f"    [worker-group] {c.fix}" in block
+    assert "  apart: [master-addr]: its fix is not this line corrected" in block
