@@ -130,3 +130,12 @@ def test_two_launchers_per_node_is_one_instruction_without_a_port_check() -> Non
     assert adv["fix"].endswith("…`")
     [x] = [x for x in a.diagnosis.advisories if x.rule == "tasks-per-node"]
     assert {"port-free", "free-port"} <= x.drops
+
+
+def test_a_rewritten_script_line_that_continues_is_shown_as_its_start() -> None:
+    """The lint rewrites the torchrun line that ends in ``\\`` (the command goes on): the
+    advisory shows it as the start of that line, never as a fix ending in a backslash."""
+    a = analyze(REAL / "worker-logs-node-local", workers=1)
+    adv = _adv(a, "node-local-path")
+    assert adv["fix"].startswith("change the script's line to `--rdzv-id $SLURM_JOB_ID")
+    assert adv["fix"].endswith("--redirects 3 …`")

@@ -91,6 +91,14 @@ _PORT_CHECK = regex.compile(r"port \d+ is free on (\S+)")
 _LOOPBACK = regex.compile(r"^(?:127\.|localhost$|::1$)")
 
 
+def _fragment(fix: str) -> bool:
+    """A fix that is the first line of a multi-line shell command (a trailing backslash, an
+    unclosed quote outside backticks)."""
+    bare = regex.sub(r"`[^`]*`", "", fix).strip()
+    command = regex.match(r"(?:--?\w|srun\b|export\b|bash\b|torchrun\b|python)", bare)
+    return bare.endswith("\\") or bool(command and (bare.count("'") % 2 or bare.count('"') % 2))
+
+
 def _port_checks(a: Any, said: list[str]) -> list[str]:
     """A port check on a host outside the allocation, or on the loopback address as a node
     other than node 0 saw it (its own address, not the master's)."""
@@ -136,6 +144,8 @@ def report_problems(a: Any) -> list[str]:
     if lead is not None:
         out += [f"step the leading [{lead.rule}] makes irrelevant: {s!r}"
                 for s in sentences(v.fix)[1:] if topics_of(s) & lead.drops]
+    out += [f"a fragment of a script line, not an instruction: {f!r}" for f in fixes
+            if _fragment(f)]
     mistakes = [x for x in d.advisories if x.severity == "error"]
     if _NOTHING in v.fix.lower() and mistakes:
         out.append(f"'Nothing to fix' beside the launch mistake [{mistakes[0].rule}]")
@@ -231,3 +241,7 @@ def test_the_report_check_finds_what_contradicts_itself() -> None:
     assert "advice names login-01" in found and "port check on login-01" in found
     assert "MASTER_PORT sentence where the nodes' ports agree" in found
     assert "'Nothing to fix' beside the launch mistake [master-addr]" in found
+    assert _fragment("--log-dir /shared/torchrun-logs --redirects 3 \\")
+    assert _fragment("srun --ntasks-per-node=1 --label bash -c '")
+    assert not _fragment("keep the workers' output: add --tee 3")
+    assert not _fragment("run one srun task per node: `srun --label bash -c ' …`")

@@ -250,3 +250,16 @@ def test_invalid_ordinal_fix_counts_the_gpus_nvidia_smi_lists(tmp_path) -> None:
     fix = tailor_fix(row, base, a.facts, Geometry(nproc_per_node=8), a.rows)
     assert fix == "Set --nproc-per-node 4 (the GPUs per node the logs show), not 8: a process " \
                   "per GPU, no more."
+
+
+def test_worktree_fix_says_it_once() -> None:
+    """The advisory's "cd into a worktree on shared storage" and the catalog's "put the
+    worktree on storage every node sees" are one step."""
+    fix, _ = _verdict(REAL / "worktree-not-shared")
+    assert fix.lower().count("worktree") == 1 and "mcore-diagnose lint" in fix
+
+
+def test_raw_nodelist_endpoint_shows_the_ports_agree() -> None:
+    """Both nodes' ValueError names the endpoint node[001-002]:57855: the same port."""
+    fix, _ = _verdict(REAL / "master-addr-nodelist")
+    assert "MASTER_PORT" not in fix

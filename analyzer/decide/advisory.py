@@ -15,6 +15,27 @@ from analyzer.lint.rules import Finding
 from analyzer.model.event import Event
 from analyzer.read.batchscript import BatchScript
 
+_COMMAND = ("-", "srun", "export", "torchrun", "python", "uv ", "bash", "exec", "#SBATCH", "$")
+"""How a script line (not prose) starts."""
+
+
+def _open(line: str) -> bool:
+    """A script line that opens a multi-line shell command: a trailing backslash or an
+    unclosed quote."""
+    return line.startswith(_COMMAND) and "`" not in line and (
+        line.endswith("\\") or line.count("'") % 2 == 1 or line.count('"') % 2 == 1)
+
+
+def instruction(fix: str) -> str:
+    """``fix`` as one instruction: a script line the lint rewrote that opens a multi-line
+    command (``... --redirects 3 \\``, ``bash -c '``) is shown as that line's start, in
+    backticks, not as a fragment that reads as the whole fix."""
+    fix = fix.strip()
+    if "\n" in fix or not _open(fix):
+        return fix
+    start = fix.rstrip(" \\")
+    return f"change the script's line to `{start} …`"
+
 
 @dataclass(frozen=True)
 class Advisory:
@@ -29,6 +50,9 @@ class Advisory:
     patterns: tuple[str, ...] = ()  # the catalog patterns whose events are the evidence
     explains: frozenset[str] = frozenset()  # verdict categories it explains whatever the rule
     drops: frozenset[str] = frozenset()  # topics of the verdict's fix it makes irrelevant
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fix", instruction(self.fix))
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form."""

@@ -40,11 +40,14 @@ def _node_key(r: Event) -> str | None:
 
 def _ports_of(r: Event) -> set[str]:
     """The MASTER_PORTs a line shows: torchrun's ``rdzv_endpoint``/``master_port`` argument,
-    or the store port a client reached for (or a server failed to listen on)."""
+    the rendezvous endpoint an error names, or the store port a client reached for (or a
+    server failed to listen on)."""
     arg, value = r.cap("arg"), str(r.cap("value") or "")
     if arg == "master_port" and value.isdigit():
         return {value}
-    if arg == "rdzv_endpoint" and ":" in value and value.rsplit(":", 1)[1].isdigit():
+    if arg != "rdzv_endpoint":
+        value = str(r.cap("endpoint") or "")  # a rendezvous endpoint an error names
+    if arg in ("rdzv_endpoint", None) and ":" in value and value.rsplit(":", 1)[1].isdigit():
         return {value.rsplit(":", 1)[1]}
     port = str(r.cap("port") or "")
     return {port} if port.isdigit() else set()

@@ -164,6 +164,8 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
         ("nproc-value", r"nproc[-_]per[-_]node (?:is )?\d|Make --nproc-per-node equal"),
         ("maxconn-conditional", r"(?:only |un)conditionally"),
         ("pythonpath", r"PYTHONPATH"),
+        ("shared-worktree", r"worktree on (?:shared )?storage"
+                            r"|(?:put|keep) the worktree on storage"),
         ("add-pattern", r"add a pattern|patterns suggest"),
         ("gpu-pin", r"own GPU|set_visible_devices|only one process uses each GPU"),
     )
