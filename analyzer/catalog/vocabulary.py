@@ -193,6 +193,7 @@ FIELDS: dict[str, tuple[str | None, str]] = {
     "attempts_left": ("int", "restarts torchrun has left"),
     "exitcode": (None, "a process exit code (as torchrun prints it)"),
     "gpu": (None, "a GPU index or bus id"),
+    "gpu_name": (None, "a GPU's model name as nvidia-smi lists it"),
     "hca": (None, "an InfiniBand HCA (mlx5_0 ...)"),
     "job_id": (None, "a scheduler job id"),
     "pci": (None, "a PCI bus id"),

@@ -27,6 +27,7 @@ from analyzer.cli.app import (
 from analyzer.cli.output import _write
 from analyzer.decide.verdict import (
     EXIT_DIAGNOSED,
+    EXIT_LAUNCH_MISTAKE,
     EXIT_NO_FAILURE,
     EXIT_UNKNOWN,
     EXIT_UNREADABLE,
@@ -42,8 +43,11 @@ if TYPE_CHECKING:
     from analyzer.report.outputs import Target
 
 # Several jobs in one run exit with the most serious outcome: nothing readable, then a failure
-# of unknown cause, then a diagnosed failure, then no failure found.
-_EXIT_SEVERITY = (EXIT_NO_FAILURE, EXIT_DIAGNOSED, EXIT_UNKNOWN, EXIT_UNREADABLE)
+# of unknown cause, then a diagnosed failure, then a run with a launch mistake, then no failure
+# found.
+_EXIT_SEVERITY = (
+    EXIT_NO_FAILURE, EXIT_LAUNCH_MISTAKE, EXIT_DIAGNOSED, EXIT_UNKNOWN, EXIT_UNREADABLE
+)
 
 
 @app.command("diagnose")

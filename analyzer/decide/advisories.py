@@ -98,7 +98,7 @@ def _add_findings(out: list[Advisory], sc: LintedScript) -> None:
             continue
         covered.add(f.rule)
         out.append(Advisory(f.rule, f"the batch script breaks a launch rule: {f.message}",
-                            f.fix, (sc.evidence(f),), f.severity))
+                            f.fix, (sc.evidence(f),), f.severity, script_only=True))
 
 
 def _marked(out: list[Advisory], rows: list[Event], verdict_category: str,

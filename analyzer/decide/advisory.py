@@ -50,6 +50,7 @@ class Advisory:
     patterns: tuple[str, ...] = ()  # the catalog patterns whose events are the evidence
     explains: frozenset[str] = frozenset()  # verdict categories it explains whatever the rule
     drops: frozenset[str] = frozenset()  # topics of the verdict's fix it makes irrelevant
+    script_only: bool = False  # only the batch script shows it (no line of the logs)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fix", instruction(self.fix))

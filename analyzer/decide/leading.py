@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import regex
+
+from analyzer.decide.advisory import Advisory
 from analyzer.decide.fixsteps import Step, assemble, catalog_steps, step, topics_of
 from analyzer.decide.verdict import Diagnosis
 
@@ -28,23 +31,61 @@ def _sentence_case(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _leader(d: Diagnosis) -> object | None:
+_SENTENCE_END = regex.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (a stop followed by a capital ends it)."""
+    return _SENTENCE_END.split(text, maxsplit=1)[0]
+
+
+def _leader(d: Diagnosis) -> Advisory | None:
+    """The advisory that leads a failed job's verdict: one whose own finding explains the
+    verdict's category first, else any that explains the verdict (a script rule tied to its
+    category: ``advisories.VERDICT_RULES``); never a note."""
     category = d.verdict.category
-    return next((a for a in d.advisories if a.explains_verdict and a.rule in LEADS
-                 and category in getattr(a, "explains", frozenset())), None)
+    explaining = [a for a in d.advisories if a.explains_verdict and a.severity != "note"]
+    own = (a for a in explaining if a.rule in LEADS and category in a.explains)
+    return next(own, None) or next(iter(explaining), None)
+
+
+def _ran_with_mistake(d: Diagnosis) -> Diagnosis:
+    """A job that ran without a failure but broke a launch rule that its logs show (independent
+    worlds, a wrong CUDA_DEVICE_MAX_CONNECTIONS, the venv rebuilt in every job): the verdict says
+    so, with the rule's fix (never "Nothing to fix"); its status stays ``ok`` and
+    ``launch_mistake`` is set (exit code 5). A finding of the batch script alone stays an
+    advisory: the logs do not show that it mattered."""
+    a = next((a for a in d.advisories
+              if a.severity in ("error", "warning") and not a.script_only), None)
+    if a is None:
+        return d
+    v = d.verdict
+    verdict = replace(
+        v,
+        title=f"Ran, with a launch mistake [{a.rule}]",
+        cause=f"The job ran without a failure, but it broke a launch rule: {a.message}.",
+        fix=_sentence_case(a.fix),
+    )
+    marked = tuple(replace(x, explains_verdict=True) if x is a else x for x in d.advisories)
+    return replace(d, verdict=verdict, advisories=marked, launch_mistake=True)
 
 
 def lead(d: Diagnosis) -> Diagnosis:
-    """``d`` with its leading advisory (one whose own finding explains the verdict's category,
-    not only a script rule tied to it) in front of the verdict's cause and fix."""
+    """``d`` with its leading advisory in front of the verdict's cause and fix (a failed job),
+    or its launch mistake as the verdict of a job that ran (``_ran_with_mistake``)."""
+    if d.status == "ok":
+        return _ran_with_mistake(d)
     a = _leader(d)
     if a is None:
         return d
     v = d.verdict
-    drops = set(getattr(a, "drops", frozenset()))
-    first = str(getattr(a, "fix", ""))
+    drops = set(a.drops)
+    first = a.fix
     rest: list[Step] = [s for s in catalog_steps(v.fix) if not (topics_of(s.text) & drops)]
     fix = assemble([step(_sentence_case(first), *topics_of(first)), *rest], {})
-    message = str(getattr(a, "message", ""))
-    cause = f"Launch mistake: {message}. {v.cause}"
+    # The advisory's message leads the cause; when the verdict's own line is the advisory's
+    # evidence, only the line's first sentence follows (the rest explains what the advisory
+    # now says).
+    same = v.pattern_id is not None and v.pattern_id in a.patterns
+    cause = f"Launch mistake: {a.message}. {_first_sentence(v.cause) if same else v.cause}"
     return replace(d, verdict=replace(v, cause=cause, fix=fix))

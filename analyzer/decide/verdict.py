@@ -22,12 +22,15 @@ EXIT_DIAGNOSED = 0
 EXIT_UNKNOWN = 1
 EXIT_NO_FAILURE = 2
 EXIT_UNREADABLE = 3
+EXIT_LAUNCH_MISTAKE = 5
 EXIT_USAGE = 64
 EXIT_CODES: dict[int, str] = {
     EXIT_DIAGNOSED: "the job failed and a cause was diagnosed",
     EXIT_UNKNOWN: "the job failed but the cause is unknown",
     EXIT_NO_FAILURE: "no failure found (status ok)",
     EXIT_UNREADABLE: "nothing could be read (missing path, empty directory, no log files)",
+    EXIT_LAUNCH_MISTAKE: "the job ran (no failure) but broke a launch rule (status ok, "
+    "launch_mistake true)",
     EXIT_USAGE: "usage error (bad option, bad pattern file)",
 }
 """The exit statuses of every command, defined once (docs/contract.md says the same)."""
@@ -201,6 +204,8 @@ class Diagnosis:
     paths: Sequence[str] = ()
     """The job's logs as given (directories or files), for the reports (the JSON report's
     ``job`` key is the command line's)."""
+    launch_mistake: bool = False
+    """The job ran without a failure but broke a launch rule (its verdict says which)."""
 
     @property
     def exit_code(self) -> int:
@@ -208,7 +213,7 @@ class Diagnosis:
         if self.status == "unknown":
             return EXIT_UNREADABLE
         if self.status == "ok":
-            return EXIT_NO_FAILURE
+            return EXIT_LAUNCH_MISTAKE if self.launch_mistake else EXIT_NO_FAILURE
         if self.verdict.category == "unknown":
             return EXIT_UNKNOWN
         return EXIT_DIAGNOSED
@@ -226,6 +231,7 @@ class Diagnosis:
         return {
             "schema_version": SCHEMA_VERSION,
             "status": self.status,
+            "launch_mistake": self.launch_mistake,
             "verdict": self.verdict.as_dict(),
             "alternatives": [a.as_dict() for a in self.alternatives],
             "symptoms": {k: dict(v) for k, v in self.symptoms.items()},

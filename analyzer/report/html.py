@@ -27,6 +27,7 @@ _SEVERITY = {
     "fail": ("#c62828", "#fdecea", "Job failed"),
     "unknown": ("#b26a00", "#fff4e0", "Job failed — no catalog pattern names the cause"),
     "ok": ("#2e7d32", "#e8f5e9", "No failure found"),
+    "mistake": ("#b26a00", "#fff4e0", "Job ran, with a launch mistake"),
 }
 
 CSS = """

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 GRID_WIDTH = 100
 _MD_PUNCT = regex.compile(r"([\\`*_\[\]|~])")
 _TICKS = regex.compile(r"`+")
-_STATUS = {"fail": "failed", "unknown": "failed, cause unknown", "ok": "no failure found"}
+_STATUS = {"fail": "failed", "unknown": "failed, cause unknown", "ok": "no failure found",
+           "mistake": "ran, with a launch mistake"}
 
 
 def md(text: str) -> str:

@@ -360,7 +360,7 @@ def build_model(x: ReportInput) -> ReportModel:
     hosts = dict(d.shape.task_hosts)
     grid = build_grid(d)
     if d.status == "ok":
-        severity = "ok"
+        severity = "mistake" if d.launch_mistake else "ok"
     elif v.category == "unknown" or d.status == "unknown":
         severity = "unknown"
     else:

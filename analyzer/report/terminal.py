@@ -30,7 +30,7 @@ WIDTH = 100
 EVIDENCE_CHARS = 600
 """Longer evidence lines are cut in the default view (``--verbose`` shows them whole)."""
 
-_SEVERITY_STYLE = {"fail": "red", "unknown": "yellow", "ok": "green"}
+_SEVERITY_STYLE = {"fail": "red", "unknown": "yellow", "ok": "green", "mistake": "yellow"}
 
 
 def _verdict_panel(m: ReportModel) -> Panel:
