@@ -8,6 +8,7 @@ global rank = node_rank x 2 + local_rank, world size 4.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,10 @@ class Scenario:
     node_rank: str = "$SLURM_PROCID"  # torchrun's --node-rank ($SLURM_NODEID: 0 on both tasks)
     log_dir_path: str = "$JOB_DIR/torchrun-logs"  # torchrun --log-dir (with log_dir)
     node_master_addr: str | None = None  # node 1's own MASTER_ADDR, exported inside its task
+    # how each task prints its launch facts: "" (not at all), "echo" (one
+    # `MASTER_ADDR=... NODE_RANK=...` line) or "env" (an `env | grep` dump)
+    print_facts: str = ""
+    shape: str = ""  # the shape variant this scenario is (SHAPES), "" for the original
 
     @property
     def layout(self) -> str:
@@ -61,6 +66,7 @@ class Scenario:
             "split": "split %x-%j.out / %x-%j.err",
             "per-task": "srun --output task-%t.out (+ slurm-%j.out for srun's own messages)",
             "per-task-split": "srun --output task-%t.out --error task-%t.err (+ slurm-%j.out)",
+            "per-task-job": "srun --output slurm-%j-%t.out (+ slurm-%j.out)",
         }[self.output].split(" (")
         desc = [parts[0]]
         desc.append("srun --label" if self.label else "no srun label")
@@ -68,6 +74,10 @@ class Scenario:
             desc.append("torchrun --tee 3")
         if self.log_dir:
             desc.append("torchrun --log-dir torchrun-logs --redirects 3 (per-rank files)")
+        if self.print_facts == "echo":
+            desc.append("each task echoes MASTER_ADDR/MASTER_PORT/NODE_RANK/NNODES")
+        elif self.print_facts == "env":
+            desc.append("each task dumps env | grep MASTER|NODE|SLURM")
         if len(parts) > 1:
             desc.append(parts[1].rstrip(")"))
         return "; ".join(desc)
@@ -704,6 +714,61 @@ FR_SCENARIOS += (
 )
 SCENARIOS = SCENARIOS + FR_SCENARIOS
 
+# Shapes: the same launch mistake printed another way (issue 41: a rule is covered post-mortem
+# only when at least two recordings that print the facts differently show it).
+SHAPES: dict[str, dict[str, object]] = {
+    # no srun label, one combined file; each task echoes its MASTER_ADDR=... NODE_RANK=... line
+    "unlabelled": {"label": False, "output": "combined", "print_facts": "echo"},
+    # the same without torchrun's INFO lines (no `min_nodes :`/`rdzv_endpoint :` config dump)
+    "quiet": {"label": False, "output": "combined", "print_facts": "echo", "quiet": True},
+    # one file per srun task (slurm-%j-%t.out), no label: the file is all that names the task
+    "per-task": {"label": False, "output": "per-task-job", "print_facts": "echo"},
+    # each task dumps `env | grep` (MASTER_*, NODE_RANK, SLURM_*) instead of echo lines
+    "env": {"label": True, "output": "combined", "print_facts": "env"},
+}
+
+
+def shaped(
+    sc: Scenario, shape: str, drop: tuple[str, ...] = (), node: str | None = None
+) -> Scenario:
+    """``sc`` rendered in another ``shape`` (SHAPES), named ``<scenario>-<shape>``; ``drop``:
+    must_contain patterns this shape cannot print (e.g. torchrun's INFO config dump); ``node``:
+    the expected node where this shape changes it ("" where no line names the node)."""
+    changes = dict(SHAPES[shape])
+    name = f"{sc.name}-{shape}"
+    env = dict(sc.env)
+    if changes.pop("quiet", False):
+        env.pop("LOGLEVEL", None)
+    must = tuple(p.replace(sc.name, name) for p in sc.must_contain if p not in drop)
+    return dataclasses.replace(
+        sc,
+        name=name,
+        description=f"{sc.description} (the {shape} shape of {sc.name})",
+        must_contain=must,
+        env=env,
+        shape=shape,
+        node=sc.node if node is None else node,
+        **changes,  # type: ignore[arg-type]
+    )
+
+
+_ORIGINAL = {s.name: s for s in SCENARIOS}
+SHAPE_SCENARIOS: tuple[Scenario, ...] = (
+    # unlabelled: the error lines name no node, so the verdict names none
+    shaped(_ORIGINAL["master-addr-per-node"], "unlabelled", node=""),
+    shaped(_ORIGINAL["master-addr-nodelist"], "unlabelled"),
+    shaped(_ORIGINAL["wrong-master-port"], "env"),
+    shaped(_ORIGINAL["nnodes-one-per-node"], "unlabelled", node=""),
+    shaped(_ORIGINAL["nnodes-above-allocation"], "quiet", (r"min_nodes\s+: 3",)),
+    shaped(_ORIGINAL["two-agents-per-node"], "per-task"),
+    shaped(_ORIGINAL["standalone-independent-worlds"], "per-task"),
+    shaped(_ORIGINAL["worker-logs-node-local"], "per-task"),
+    shaped(_ORIGINAL["worktree-not-shared"], "unlabelled"),
+    shaped(_ORIGINAL["bare-torchrun-no-torch"], "per-task"),
+    shaped(_ORIGINAL["master-port-in-use"], "unlabelled", node=""),
+)
+SCENARIOS = SCENARIOS + SHAPE_SCENARIOS
+
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 
 
@@ -785,6 +850,21 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
     port = "$MASTER_PORT"
     if sc.port_offset_per_node:
         port = "$((MASTER_PORT + SLURM_PROCID))"
+    facts: list[str] = []
+    if sc.print_facts:
+        # the task exports its own facts, then prints them (echo line or env dump)
+        exports = [f"NODE_RANK={sc.node_rank}"]
+        if sc.port_offset_per_node:
+            exports.append(f"MASTER_PORT={port}")
+            port = "$MASTER_PORT"
+        facts.append("export " + " ".join(exports))
+        if sc.print_facts == "env":
+            facts.append("env | grep -E '^(MASTER_[A-Z]+|NODE_RANK|NNODES|GPUS_PER_NODE|SLURM_"
+                         "(JOB_ID|JOB_NODELIST|NNODES|NODEID|PROCID))=' | sort")
+        else:
+            facts.append('echo "MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT '
+                         f'NODE_RANK=$NODE_RANK NNODES={sc.nnodes_arg} '
+                         'GPUS_PER_NODE=$GPUS_PER_NODE"')
     torchrun = [
         f"exec {launcher} -m torch.distributed.run",
         f"--nnodes {sc.nnodes_arg} --nproc-per-node $GPUS_PER_NODE --node-rank {sc.node_rank}",
@@ -808,14 +888,19 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         srun.append("--output=$JOB_DIR/task-%t.out")
     elif sc.output == "per-task-split":
         srun.append("--output=$JOB_DIR/task-%t.out --error=$JOB_DIR/task-%t.err")
+    elif sc.output == "per-task-job":
+        srun.append("--output=$JOB_DIR/slurm-%j-%t.out")
     body = " \\\n    ".join(torchrun)
     inner = ["  " + body.replace("'", "'\\''")]
+    if facts:
+        inner[:0] = ["  " + line.replace("'", "'\\''") for line in facts]
     if sc.node_master_addr is not None:
         # each node sets its own MASTER_ADDR inside its task (node 1 gets another address)
         addr = shlex.quote(sc.node_master_addr)
+        echo = [] if facts else ['  echo "MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"']
         inner[:0] = [
-            f'  [ "$SLURM_PROCID" -ne 0 ] && export MASTER_ADDR={addr}'.replace("'", "'\\''"),
-            '  echo "MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT"'.replace("'", "'\\''"),
+            line.replace("'", "'\\''")
+            for line in [f'  [ "$SLURM_PROCID" -ne 0 ] && export MASTER_ADDR={addr}', *echo]
         ]
     lines += [" ".join(srun) + " bash -c '", *inner, "'", ""]
     return "\n".join(lines)
