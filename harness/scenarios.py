@@ -763,7 +763,7 @@ SHAPE_SCENARIOS: tuple[Scenario, ...] = (
     shaped(_ORIGINAL["two-agents-per-node"], "per-task"),
     shaped(_ORIGINAL["standalone-independent-worlds"], "per-task"),
     shaped(_ORIGINAL["worker-logs-node-local"], "per-task"),
-    shaped(_ORIGINAL["worktree-not-shared"], "unlabelled"),
+    shaped(_ORIGINAL["worktree-not-shared"], "per-task"),
     shaped(_ORIGINAL["bare-torchrun-no-torch"], "per-task"),
     shaped(_ORIGINAL["master-port-in-use"], "unlabelled", node=""),
 )

@@ -12,7 +12,24 @@ from typing import Any
 
 from analyzer.decide.advisory import Advise, Advisory, LintedScript, ids, nodes, tagged, where
 from analyzer.decide.fixfacts import NODE_LOCAL
+from analyzer.decide.nodefacts import printed_facts
 from analyzer.model.event import Event
+
+
+def _on(events: list[Event]) -> str:
+    """Which nodes ``events`` come from, in words (no '?' for a line no label names)."""
+    named = [n for n in nodes(events) if n != "?"]
+    return "node(s) " + ", ".join(named) if named else "the nodes (no srun label names them)"
+
+
+def _endpoint_nodes(ep: list[Event], rows: list[Event], host: str) -> int:
+    """How many nodes the raw endpoint hit: the nodes its lines name, else the nodes whose
+    task printed that MASTER_ADDR (0: unknown)."""
+    named = [n for n in nodes(ep) if n != "?"]
+    if named:
+        return len(named)
+    printed = printed_facts(rows).per_node("master_addr")
+    return sum(1 for v, _ in printed.values() if v == host)
 
 
 def _worktree(rows: list[Event], sc: LintedScript) -> Advisory | None:
@@ -23,7 +40,7 @@ def _worktree(rows: list[Event], sc: LintedScript) -> Advisory | None:
         return None
     f = sc.finding("node-local-path", "worktree") or sc.finding("node-local-path")
     paths = sorted({str(r.cap("path")) for r in chdir if r.cap("path")})
-    on = "node(s) " + ", ".join(nodes(chdir or cant))
+    on = _on(chdir or cant)
     msg = (f"the job's directory {', '.join(paths)} is missing on {on}: slurmstepd ran the "
            "tasks from /tmp" if chdir else
            f"the training script is missing on {on}")
@@ -46,7 +63,8 @@ def _endpoint(rows: list[Event], sc: LintedScript) -> Advisory | None:
     raw = "[" in endpoint or "," in endpoint
     msg = (f"the rendezvous endpoint {endpoint} is the raw SLURM node list"
            if raw else f"the rendezvous endpoint {endpoint} is not a host name")
-    msg += f" (on {len(nodes(ep))} node(s)): MASTER_ADDR is not taken from scontrol"
+    n = _endpoint_nodes(ep, rows, endpoint.rsplit(":", 1)[0])
+    msg += (f" (on {n} node(s))" if n else "") + ": MASTER_ADDR is not taken from scontrol"
     ev = sc.evidence_of(f) + [where(r) for r in ep[:2]]
     return Advisory("master-addr", msg, f.fix if f else
                     'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" '

@@ -16,6 +16,7 @@ from typing import Any
 
 import regex
 
+from analyzer.decide.nodefacts import printed_facts
 from analyzer.model.event import Event
 from analyzer.shape.attribute import Geometry
 
@@ -61,6 +62,9 @@ def node_ports(rows: Sequence[Event]) -> dict[str, set[str]]:
         ports = _ports_of(r) if node is not None else set()
         if node is not None and ports:
             per[node] |= ports
+    for node, (port, _) in printed_facts(rows).per_node("master_port").items():
+        if port.isdigit():  # the MASTER_PORT the node's task printed (echo line, env dump)
+            per[node].add(port)
     return dict(per)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.decide.fixfacts import NODE_LOCAL
+from analyzer.decide.nodefacts import printed_facts
 from analyzer.model.event import CANDIDATE, CONTEXT, ROOT, Event
 
 NOT_MASTER_ADVICE = frozenset({"master-addr", "master-port", "port-free", "find-first",
@@ -125,7 +126,19 @@ def _launcher_nnodes(rows: Sequence[Event], job: Any) -> tuple[int, str] | None:
     for r in rows:
         if r.cap("arg") == "min_nodes" and str(r.cap("value") or "").isdigit():
             return int(str(r.cap("value"))), where(r)
+    for _, (value, r) in sorted(printed_facts(rows).per_node("nnodes").items()):
+        if value.isdigit():
+            return int(value), where(r)
     return None
+
+
+def _nodes_launched(rows: Sequence[Event]) -> int | None:
+    """How many nodes the logs show launching: the allocation the job printed
+    (``SLURM_NNODES``), else the distinct node ranks its tasks printed."""
+    facts = printed_facts(rows)
+    alloc = [int(v) for v in facts.values("allocation_nodes") if v.isdigit()]
+    ranks = len(facts.node_ranks())
+    return max([*alloc, ranks]) if alloc or ranks > 1 else None
 
 
 def _trained_alone(rows: Sequence[Event], k: int) -> tuple[str, list[str]]:
@@ -144,7 +157,7 @@ def nnodes_mismatch(rows: Sequence[Event], job: Any, alloc: int | None) -> Found
     show, else the script's ``--nodes``)."""
     told = _launcher_nnodes(rows, job)
     nodes = getattr(job, "nodes", None)
-    alloc = alloc or (nodes[0] if nodes else None)
+    alloc = alloc or (nodes[0] if nodes else None) or _nodes_launched(rows)
     if told is None or not alloc or told[0] == alloc:
         return None
     k, said = told
@@ -250,7 +263,8 @@ def _master_of(r: Event) -> str | None:
 
 
 def _master_per_node(rows: Sequence[Event]) -> dict[str, tuple[str, Event]]:
-    """node -> (the MASTER_ADDR host its first such line names, that line)."""
+    """node -> (the MASTER_ADDR host its first such line names, that line): torchrun's and
+    the store's lines of a labelled node, else the MASTER_ADDR the node's task printed."""
     per: dict[str, tuple[str, Event]] = {}
     for r in rows:
         node = r.node_index if r.node_index is not None else r.node
@@ -259,18 +273,22 @@ def _master_per_node(rows: Sequence[Event]) -> dict[str, tuple[str, Event]]:
         host = _master_of(r)
         if host is not None:
             per.setdefault(str(node), (host, r))
+    for node, (host, r) in printed_facts(rows).per_node("master_addr").items():
+        if host:
+            per.setdefault(node, (host, r))
     return per
 
 
 def master_addr_per_node(rows: Sequence[Event]) -> Found | None:
     """The nodes were given different MASTER_ADDRs (torchrun's ``rdzv_endpoint``/``master_addr``
     or the store host a client reached for, per node), or a node other than the first one used
-    its own host name: MASTER_ADDR was set on each node instead of once for the job."""
+    its own host name: MASTER_ADDR was set on each node instead of once for the job. Where
+    the addresses agree, the ports the nodes printed (:func:`master_port_per_node`)."""
     per = _master_per_node(rows)
     hosts = {h for h, _ in per.values()}
     own = [n for n, (h, r) in per.items() if n != "0" and r.host and h == r.host]
     if len(hosts) < 2 and not own:
-        return None
+        return master_port_per_node(rows)
     shown = ", ".join(f"node {n}: {h}" + (" (its own host name)" if n in own else "")
                       for n, (h, _) in sorted(per.items()))
     what = "the nodes used different MASTER_ADDRs" if len(hosts) > 1 else \
@@ -285,4 +303,25 @@ def master_addr_per_node(rows: Sequence[Event]) -> Found | None:
         [where(r) for _, r in sorted(per.values(), key=lambda hr: str(hr[1].node))][:3],
         "error", explains=frozenset({"rendezvous", "network"}),
         drops=frozenset({"port-free", "master-addr"}),
+    )
+
+
+def master_port_per_node(rows: Sequence[Event]) -> Found | None:
+    """The nodes printed different MASTER_PORTs (echo lines, an env dump): the port was
+    computed on each node instead of set once for the job."""
+    per = printed_facts(rows).per_node("master_port")
+    ports = {p for p, _ in per.values() if p.isdigit()}
+    if len(ports) < 2:
+        return None
+    shown = ", ".join(f"node {n}: {p}" for n, (p, _) in sorted(per.items()))
+    return Found(
+        "master-addr",
+        f"the nodes used different MASTER_PORTs ({shown}): the port was set on each node "
+        "instead of once for the job, so a node looked for the store on a port where none "
+        "listens",
+        "set MASTER_PORT once for the whole job in the sbatch script, before srun "
+        "(`export MASTER_PORT=29500`), never from $SLURM_PROCID or $SLURM_NODEID",
+        [where(r) for _, r in sorted(per.values(), key=lambda pr: str(pr[1].node))][:3],
+        "error", explains=frozenset({"rendezvous", "network"}),
+        drops=frozenset({"port-free", "master-port", "same-port", "master-addr"}),
     )

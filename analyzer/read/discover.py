@@ -22,7 +22,11 @@ LOG_SUFFIXES = (".out", ".err", ".log", ".txt", ".stdout", ".stderr")
 """File names read inside a directory (also with ``.gz``); ``error.json`` too."""
 
 _ATTEMPT_DIR = regex.compile(r"^attempt_(\d+)$")
-_TASK_NAME = regex.compile(r"(?:^|[-_.])(?:task|t)[-_]?(\d{1,5})(?=\.[^.]+$|$)")
+_TASK_NAME = regex.compile(
+    r"(?:^|[-_.])(?:task|t)[-_]?(\d{1,5})(?=\.[^.]+$|$)"
+    # srun --output=slurm-%j-%t.out: the job id, then the task id
+    r"|^slurm-\d+[-_](\d{1,5})(?=\.[^.]+$)"
+)
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG", "PNG image"),
     (b"\xff\xd8\xff", "JPEG image"),
@@ -140,7 +144,7 @@ def _describe(
     name = path.name[:-3] if compressed else path.name
     attempt, local_rank, node_hint = _torchrun_place(rel.split("/"))
     m = _TASK_NAME.search(name)
-    task = int(m[1]) if m and attempt is None else None
+    task = int(m[1] or m[2]) if m and attempt is None else None
     return LogFile(
         path=path,
         rel=rel,
