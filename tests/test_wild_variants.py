@@ -73,7 +73,28 @@ def _per_line(wrap: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
     return lambda data: b"\n".join(wrap(ln) if ln else ln for ln in data.split(b"\n"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+KNOWN_GAPS = {
+    # Found by the issue-40 batch (tests/wild/README-i.md), open: a collector's time on every
+    # line dates lines the plain log leaves undated, and the verdict's order changes with it.
+    "i-srun-2node-rank1-nccl-bootstrap-connection-refused": "collector time reorders undated roots",
+    "i-srun-megatron-ds-ecc-uncorrectable-then-oom": "collector time reorders undated roots",
+    "i-subprocess-4gpu-robotwin-eval-cuda-oom-cudagraph-all-tasks": "collector time reorders "
+    "undated roots",
+    "i-torchrun-3rank-nccl-invalid-usage-no-net-plugin": "collector time reorders undated roots",
+}
+"""Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
+until it leaves this list)."""
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_GAPS[c.name], strict=True))
+        if c.name in KNOWN_GAPS else c
+        for c in CASES
+    ]
+
+
+@pytest.mark.parametrize("case", _params(), ids=lambda p: p.name)
 def test_a_wrapped_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
     plain = _verdict(case)
     for name, wrap in WRAPPERS.items():

@@ -183,11 +183,20 @@ def symptoms(job: JobView) -> Proposal | None:
     rendezvous, network or NCCL error): the earliest of that class is the cause."""
     if not job.symptoms:
         return None
-    cat = Counter(r.category for r in job.symptoms).most_common(1)[0][0]
+    counts = Counter(r.category for r in job.symptoms)
+    cat = _explaining(counts.most_common(1)[0][0], counts)
     if not info(cat).evident:
         return None
     first = earliest(r for r in job.symptoms if r.category == cat)
     return Proposal(VerdictId.SYMPTOMS, first, CONFIDENCE[VerdictId.SYMPTOMS])
+
+
+def _explaining(cat: str, present: Counter[str]) -> str:
+    """The class among the symptoms that explains ``cat`` (whose ``kin`` it is: a network
+    failure explains the NCCL errors that report it, a hardware fault the CUDA errors), or
+    ``cat`` itself: a cause that explains the others wins, however many lines the others
+    printed (every rank's NCCL teardown outnumbers the one transport error it reports)."""
+    return next((c for c in present if cat in info(c).kin and info(c).evident), cat)
 
 
 def unknown(job: JobView) -> Proposal | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
 import regex
 
@@ -87,3 +88,21 @@ def pasted_prefix(messages: Sequence[str]) -> str:
     if n < 0.8 * len(msgs) or tag[1:-2].upper() in _LEVEL_WORDS:
         return ""
     return tag
+
+
+NUMBERED = regex.compile(r"[ \t]*(\d{1,7})(?:[ \t]|$)")
+"""A line number in front of a pasted line (``cat -n``, ``nl``, an editor's or a code viewer's
+numbered copy: ``508 01/06/2024 08:28:40 - INFO …``, ``   12\tTraceback …``)."""
+
+
+def numbered_paste(messages: Sequence[str]) -> bool:
+    """Whether a file's first lines carry a numbered margin: 80 % of its non-empty messages
+    (and at least four) start with a number and a space or tab, and 80 % of the numbers follow
+    the one before by one. srun's label (``3: ``) has a colon; a log's own numbers do not count
+    up line by line."""
+    msgs = [m for m in messages if m.strip()]
+    nums = [int(m_[1]) for m in msgs if (m_ := NUMBERED.match(m))]
+    if len(nums) < 4 or len(nums) < 0.8 * len(msgs):
+        return False
+    steps = sum(1 for a, b in pairwise(nums) if b == a + 1)
+    return steps >= 0.8 * (len(nums) - 1)

@@ -113,6 +113,7 @@ class FileScanner:
         matcher = self.matcher
         matcher.quoted = False
         matcher.pasted = ""
+        matcher.numbered = False
 
         wrap: list[int | None] = [None]
 

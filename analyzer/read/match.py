@@ -22,7 +22,7 @@ from analyzer.catalog.model import (
     PatternMatch,
     match_priority,
 )
-from analyzer.lines.pastes import head_lines, may_be_pasted, pasted_prefix, quoted_paste
+from analyzer.lines import pastes
 from analyzer.lines.prefixes import Prefixed, split_prefixes
 from analyzer.model.event import Role
 from analyzer.read.firstlines import FirstLines, LaneKey
@@ -94,8 +94,10 @@ class LineMatcher:
         leading ``> `` is dropped (and the line cache, keyed by the raw line, is not used)."""
         self.pasted = ""
         """What every line of the current file carries that is no part of the log
-        (``pastes.pasted_prefix``: a paste's margin, a wrapper's tag): dropped from every
-        line that starts with it (the caches, keyed by the raw line, are not used)."""
+        (``pastes.pasted_prefix``: a paste's margin, a wrapper's tag): dropped from every line
+        that starts with it (the caches, keyed by the raw line, are not used)."""
+        self.numbered = False
+        """A numbered paste (``pastes.numbered_paste``): line numbers dropped like ``pasted``."""
         self._line_hits = self._match_hits = 0
         """Hits since each cache was last cleared."""
         self._line_rest = self._match_rest = 0
@@ -147,16 +149,24 @@ class LineMatcher:
 
     def read_head(self, data: bytes) -> None:
         """Set ``quoted`` and ``pasted`` for a file from its first block."""
-        self.quoted = quoted_paste(data)
+        self.quoted = pastes.quoted_paste(data)
         self.pasted = ""
+        self.numbered = False
         head = data[:PASTE_HEAD]
         e = head.find(b"\n")
         first = head if e < 0 else head[:e]
+        if self._message(first).lstrip(" \t")[:1].isdigit():  # behind any collector's prefix
+            lines = pastes.head_lines(data)
+            self.numbered = pastes.numbered_paste([self._message(ln) for ln in lines])
+            if self.numbered:
+                self.pasted = "\x00"  # never a line's start: the margin is dropped by number
+                return
         if first.strip():
             msg = self._message(first) if b"    " in first else ""
-            if not may_be_pasted(msg, head, head.count(b"\n") + 1):
+            if not pastes.may_be_pasted(msg, head, head.count(b"\n") + 1):
                 return  # most files: one look at the first line and one C search of the head
-        self.pasted = pasted_prefix([self._message(ln, own=True) for ln in head_lines(data)])
+        lines = pastes.head_lines(data)
+        self.pasted = pastes.pasted_prefix([self._message(ln, own=True) for ln in lines])
 
     def _message(self, raw: bytes, own: bool = False) -> str:
         """The message of a raw line; with ``own``, the whole cleaned line where a logger's
@@ -205,15 +215,7 @@ class LineMatcher:
         if quoted or pasted or self._line_rest:
             if not (quoted or pasted):
                 self._line_rest -= 1
-            text = clean_line(decode(raw))
-            pre = split_prefixes(text, quoted)
-            msg = pre.message
-            if pasted and msg.startswith(pasted) and text.endswith(msg):
-                # the paste's margin or the wrapper's tag sits between the outer prefixes
-                # (a collector's, srun's) and the log's own line: drop it and peel again
-                text = text[: len(text) - len(msg)] + msg[len(pasted) :]
-                pre = split_prefixes(text, quoted)
-            return text, pre
+            return self._unpasted(clean_line(decode(raw)), quoted, pasted)
         got = self._lines.get(raw)
         if got is not None:
             self._line_hits += 1
@@ -228,6 +230,24 @@ class LineMatcher:
                 self._lines.clear()
             self._lines[raw] = got
         return got
+
+    def _unpasted(self, text: str, quoted: bool, pasted: str) -> tuple[str, Prefixed]:
+        """(text, prefixes) of a line of a quoted or pasted file: a paste's margin, line number
+        or wrapper's tag (between a collector's or srun's prefix and the line) is dropped."""
+        pre = split_prefixes(text, quoted)
+        msg = pre.message
+        if not text.endswith(msg):
+            return text, pre
+        cut = 0
+        if self.numbered:
+            m = pastes.NUMBERED.match(msg)
+            cut = m.end() if m else 0
+        elif pasted and msg.startswith(pasted):
+            cut = len(pasted)
+        if not cut:
+            return text, pre
+        text = text[: len(text) - len(msg)] + msg[cut:]
+        return text, split_prefixes(text, quoted)
 
     def match(self, msg: str, raw_line: bytes, text: str, start: int) -> PatternMatch | None:
         """``catalog.match(msg)``, asked only of the patterns whose needles the byte prefilter
