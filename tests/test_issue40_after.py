@@ -1,0 +1,55 @@
+"""Rules written from the misses of issue 40's final batch (tests/wild/README-i.md), each on the
+real logs that showed the class and on lines that must not trigger it."""
+
+from __future__ import annotations
+
+from analyzer.api import analyze
+from analyzer.lines.pastes import numbered_paste
+from tests.helpers import WILD
+
+CASE = "i-accelerate-fsdp-8node-checkpoint-save-parent-dir-missing"
+"""ContextualAI/gritlm: a numbered copy of an 8-node FSDP job's log (``508 01/06/2024 …``)."""
+
+
+def _numbered() -> list[str]:
+    return (WILD / CASE / "output.log").read_text(encoding="utf-8").splitlines()[:12]
+
+
+def test_a_numbered_paste_is_recognised() -> None:
+    assert numbered_paste(_numbered())
+
+
+def test_srun_labels_and_a_logs_own_numbers_are_not_a_numbered_paste() -> None:
+    assert not numbered_paste(["  0: step 1", "  1: step 1", "  0: step 2", "  1: step 2"])
+    iterations = [f"{n} iteration loss 2.5" for n in (100, 200, 300, 400, 500)]
+    assert not numbered_paste(iterations)  # numbers that do not count up line by line
+
+
+def _verdict(case: str) -> tuple[str, int | None]:
+    v = analyze([p for p in (WILD / case).iterdir() if p.name != "expected.toml"]).diagnosis
+    return v.verdict.category, v.verdict.rank
+
+
+def test_a_numbered_paste_is_read_behind_its_margin() -> None:
+    """Was `none`: the margin hid the traceback; torch.save's missing directory -> checkpoint."""
+    assert _verdict(CASE) == ("checkpoint", None)
+
+
+def test_the_transport_error_explains_the_nccl_errors_reporting_it() -> None:
+    """Was `nccl_error`: every rank's NCCL teardown outnumbered the one socket/IB line."""
+    assert _verdict("i-composer-2node-nccl-proxy-connect-closed-rank1")[0] == "network"
+    assert _verdict("i-torchrun-32rank-nccl-net-ib-error5-rank16-watchdog")[0] == "network"
+
+
+def test_mpi_runtime_failures_are_failures() -> None:
+    """Were `none`: MPICH's init failure and Open MPI daemons of mismatched builds."""
+    assert _verdict("i-srun-frontier-pytorch-mpi4py-import-order-mpich-nic-policy-abort")[0] == (
+        "import_error")
+    assert _verdict("i-mpirun-horovod-orte-force-terminate-hwloc-unpack")[0] == "import_error"
+
+
+def test_a_frameworks_nccl_call_and_neuron_collectives_are_failures() -> None:
+    assert _verdict("i-horovod-tf-ncclallreduce-invalid-data-type-wrong-nccl")[0] == (
+        "import_error")
+    assert _verdict("i-unknown-neuron-nemo-4node-enc-regmr-fail-after-hours")[0] == "network"
+
