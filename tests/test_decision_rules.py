@@ -364,6 +364,30 @@ def test_same_way_unranked_keeps_a_rank_when_one_died_on_its_own() -> None:
     assert (d.rank, d.rule) == (0, "from-line")
 
 
+def test_three_copies_in_one_second_with_the_others_stopped_name_no_rank() -> None:
+    """Three unlabelled copies of one error in one second; the launcher reports rank 0 dead on
+    its own and stopped ranks 1 and 2: each copy is one process failing alike (issue 40's
+    batch: an NCCL `invalid usage` on every rank), so no rank is named; two copies keep it
+    (``test_same_way_unranked_keeps_a_rank_when_one_died_on_its_own``)."""
+    copies = [ev(pattern="exc", line=n, roles={"exc_type": "DistBackendError"})
+              for n in (29, 65, 73)]
+    exit0 = ev("python_exception", "symptom", rank=0, seconds=0, line=80,
+               tags=("death", "death-record"), roles={"exit_code": "1"})
+    stopped = [ev("unknown", "symptom", rank=r, seconds=0, line=77 + r, tags=("death",),
+                  roles={"signal": "SIGTERM"}) for r in (1, 2)]
+    d = ranked(*copies, exit0, *stopped)
+    assert (d.rank, d.rule) == (None, "same-way-unranked")
+
+
+def test_died_together_names_no_rank_of_failures_in_one_second() -> None:
+    """An unknown failure shown by the launcher's records: four ranks dead on their own in the
+    same second (a ChildFailedError table): the Root Cause record names no culprit."""
+    recs = [ev("unknown", "symptom", rank=r, seconds=0, line=10 + r,
+               tags=("death", "death-record"), roles={"exit_code": "1"}) for r in range(4)]
+    d = ranked(*recs)
+    assert (d.rank, d.rule) == (None, "died-together")
+
+
 def test_another_died_when_the_launcher_reports_only_other_ranks_dead() -> None:
     """Rank 0's traceback is shown, but the launcher (mpiexec) reports rank 6 exited with
     code 1 on its own and says nothing of rank 0: two ranks failed, nothing orders them."""

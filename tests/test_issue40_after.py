@@ -53,3 +53,28 @@ def test_a_frameworks_nccl_call_and_neuron_collectives_are_failures() -> None:
         "import_error")
     assert _verdict("i-unknown-neuron-nemo-4node-enc-regmr-fail-after-hours")[0] == "network"
 
+
+
+def _decision(case: str) -> tuple[int | None, str | None]:
+    v = analyze([p for p in (WILD / case).iterdir() if p.name != "expected.toml"]).diagnosis
+    return v.verdict.rank, v.verdict.rank_rule
+
+
+def test_a_rank_mpirun_reports_dead_of_a_signal_died_on_its_own() -> None:
+    """Horovod: rank 0's own segfault handler and mpirun's "process rank 1 … exited on signal
+    11" (a signal, no exit code): two ranks crashed, nothing orders them, no rank is named."""
+    assert _decision("i-mpirun-horovod-torch-segfault-all-ranks-gcc-abi") == (None, "another-died")
+
+
+def test_unlabelled_copies_in_one_second_with_the_others_stopped_name_no_rank() -> None:
+    """Three unlabelled copies of one NCCL error in one second; torchrun reports rank 0 dead
+    and SIGTERMs ranks 1 and 2: every process failed alike (was rank 0 by only-death)."""
+    got = _decision("i-torchrun-3rank-nccl-invalid-usage-no-net-plugin")
+    assert got == (None, "same-way-unranked")
+
+
+def test_ranks_the_launcher_reports_dead_in_one_second_name_no_culprit() -> None:
+    """A ChildFailedError table whose four failures share one second: its Root Cause is only
+    the first it observed (was rank 0, certain)."""
+    got = _decision("i-torchrun-openvla-4gpu-tfds-dataset-not-found-all-ranks")
+    assert got == (None, "died-together")

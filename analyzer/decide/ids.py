@@ -51,6 +51,7 @@ class RankId(StrEnum):
     SRUN_EXITS_MANY = "srun-exits-many"
     UNIFORM = "uniform"
     ANOTHER_DIED = "another-died"
+    DIED_TOGETHER = "died-together"
     PASTE_CUT = "paste-cut"
     NOT_JOINED = "not-joined"
     ONLY_RANK = "only-rank"

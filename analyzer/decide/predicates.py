@@ -35,12 +35,13 @@ def exit_record(e: Event) -> bool:
 
 
 def died_on_its_own(e: Event) -> bool:
-    """The launcher records a rank's exit with a non-zero exit code it did not cause itself
-    (not a SIGTERM/SIGINT it sent)."""
+    """The launcher records a rank's exit with a non-zero exit code, or a signal, it did not
+    cause itself (not a SIGTERM/SIGINT it sent): mpirun's "process rank 1 … exited on signal
+    11" names a signal and no code."""
     return (
         exit_record(e)
         and e.rank is not None
-        and e.role_of("exit_code") not in (None, "0")
+        and (e.role_of("exit_code") not in (None, "0") or e.role_of("signal") is not None)
         and not killed_by_launcher(e)
     )
 

@@ -5,12 +5,19 @@ or a paste that hides what came first."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from analyzer.catalog.vocabulary import info
-from analyzer.decide.ids import Certainty, RankId
+from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
-from analyzer.decide.ordering import clearly_first, signature
-from analyzer.decide.predicates import dead_on_their_own, exit_record, launcher_singled_out
+from analyzer.decide.ordering import SKEW, clearly_first, signature
+from analyzer.decide.predicates import (
+    dead_on_their_own,
+    died_on_its_own,
+    exit_record,
+    killed_by_launcher,
+    launcher_singled_out,
+)
 from analyzer.decide.rank_model import (
     DEATHS,
     ROOTS,
@@ -64,14 +71,34 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
     e = p.event
     if e is None or d.rank is not None or d.rule is not None:
         return None
-    sig = signature(e)
-    copies = [r for r in job.roots if r.rank is None and signature(r) == sig]
+    copies = [r for r in job.roots if r.rank is None and _alike(signature(r), signature(e))]
     if len(copies) < 2:
         return None
     dead = dead_on_their_own(job.rows)
-    if len(dead) < 2:
+    if len(dead) < 2 and not _stopped_alike(job, copies, dead):
         return None
     return d.unnamed(RankId.SAME_WAY_UNRANKED, copies=len(copies), ranks=len(dead))
+
+
+def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
+    """The launcher reports one rank dead and stopped the others (SIGTERM), and three copies
+    or more, all printed within the clock skew, are no more than those ranks: each copy is a
+    different process failing alike (torchrun kills the rest as soon as the first one exits,
+    so it reports only one death). Two copies may be one process printing its error twice
+    (the exception, then the handler that logs it): they keep the rank."""
+    stopped = {r.rank for r in job.rows if r.rank is not None and killed_by_launcher(r)}
+    times = [r.time for r in copies if r.time is not None]
+    if not dead or len(copies) < 3 or len(times) < len(copies):
+        return False
+    if len(dead | stopped) < len(copies):
+        return False
+    return max(times) - min(times) <= SKEW
+
+
+def _alike(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    """Two signatures of one error: the same pattern, and the same exception type where both
+    lines name one (a traceback's line names it, the same message printed bare does not)."""
+    return a[0] == b[0] and (a[1] == b[1] or not a[1] or not b[1])
 
 
 def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
@@ -89,6 +116,29 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
     return d.unnamed(
         RankId.ANOTHER_DIED, rank=d.rank, others=", ".join(map(str, sorted(dead)))
     )
+
+
+def died_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A failure of unknown cause shown through the launcher's records, when the launcher
+    reports two ranks or more dead on their own within the clock skew of each other (a
+    ChildFailedError table whose failures share one second): the ranks failed together, and
+    the record the verdict shows names no culprit (its "Root Cause" is only the first it
+    observed)."""
+    if d.rank is None:
+        return None
+    times: dict[int, list[object]] = {}
+    for r in job.rows:
+        if died_on_its_own(r) and r.rank is not None:
+            times.setdefault(r.rank, []).append(r.time)
+    if len(times) < 2 or d.rank not in times:
+        return None
+    stamps = [t for ts in times.values() for t in ts]
+    if any(t is None for t in stamps):
+        return None
+    dated = [t for t in stamps if isinstance(t, datetime)]
+    if max(dated) - min(dated) > SKEW:
+        return None
+    return d.unnamed(RankId.DIED_TOGETHER, rank=d.rank, ranks=len(times))
 
 
 def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
@@ -151,6 +201,15 @@ SAME_WAY_UNRANKED = RankRule(
     ROOTS,
     same_way_unranked,
 )
+DIED_TOGETHER = RankRule(
+    unnamed(
+        RankId.DIED_TOGETHER,
+        "the launcher reports {ranks} ranks dead on their own in the same second: they failed "
+        "together, and rank {rank}'s record is only the first it observed",
+    ),
+    frozenset({VerdictId.UNKNOWN}),
+    died_together,
+)
 UNIFORM = RankRule(
     unnamed(
         RankId.UNIFORM,
@@ -184,6 +243,7 @@ RULES: tuple[RankRule, ...] = (
     SAME_WAY_FIRST,
     SAME_WAY_TOGETHER,
     SAME_WAY_UNRANKED,
+    DIED_TOGETHER,
     UNIFORM,
     ANOTHER_DIED,
     PASTE_CUT,
