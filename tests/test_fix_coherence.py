@@ -245,3 +245,19 @@ def test_the_report_check_finds_what_contradicts_itself() -> None:
     assert _fragment("srun --ntasks-per-node=1 --label bash -c '")
     assert not _fragment("keep the workers' output: add --tee 3")
     assert not _fragment("run one srun task per node: `srun --label bash -c ' …`")
+
+
+def test_the_check_finds_a_step_that_restates_the_leading_instruction() -> None:
+    """The leading advisory says what to do (one srun task per node); the catalog's "check
+    that every node started (srun --ntasks-per-node=1 …)" after it asks the question the
+    advisory answered (two-agents-per-node-per-task's fix before the repair)."""
+    from analyzer.decide.fixsteps import assemble, step
+
+    lead = ("Run one srun task (one launcher) per node: `srun --ntasks=\"$SLURM_NNODES\" "
+            "--ntasks-per-node=1 bash -c ' …`.")
+    check = ("Check that every node started (srun --ntasks-per-node=1, all nodes in the "
+             "allocation), that --nnodes/--nproc-per-node match the allocation, and the missing "
+             "nodes' logs for start-up errors.")
+    assert problems([f"{lead} {check}"], _Facts({}, False))
+    assert not problems([check], _Facts({}, False))
+    assert assemble([step(lead, *topics_of(lead)), *catalog_steps(check)], {}) == lead

@@ -151,6 +151,7 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
         ("master-addr", r"MASTER_ADDR (?:must be|is) the first host|first host of the allocation"
                         r"|scontrol show hostnames"),
         ("missing-nodes", r"missing nodes|every node started|never started"),
+        ("one-task-per-node", r"ntasks-per-node=1|one srun task"),
         ("master-port", r"MASTER_PORT"),
         ("same-port", r"same MASTER_PORT|MASTER_PORT (?:matches|agrees)( everywhere)?"),
         ("resubmit-checkpoint", r"resubmit from the last"),
@@ -170,6 +171,23 @@ _TOPICS: tuple[tuple[str, regex.Pattern[str]], ...] = tuple(
         ("gpu-pin", r"own GPU|set_visible_devices|only one process uses each GPU"),
     )
 )
+
+
+_COVERS: dict[str, frozenset[str]] = {
+    # "run one srun task per node" is what "check that every node started" would find out
+    "one-task-per-node": frozenset({"missing-nodes"}),
+}
+"""Topics a step covers by saying what to do about them: a later step on the covered topic
+restates the instruction as a question (two launchers on one node: no "check that every node
+started (srun --ntasks-per-node=1 …)" after "run one srun task per node")."""
+
+
+def covered(topics: Iterable[str]) -> set[str]:
+    """``topics`` and the topics they cover (:data:`_COVERS`)."""
+    out = set(topics)
+    for t in list(out):
+        out |= _COVERS.get(t, frozenset())
+    return out
 
 
 def topics_of(text: str) -> frozenset[str]:
@@ -249,7 +267,7 @@ def assemble(steps: Iterable[Step], facts: Any) -> str:
         if not s.text or contradicted(s.when, facts) or _said(s, topics, words):
             continue
         out.append(s.text if s.text[-1] in ".!?" else s.text + ".")
-        topics |= s.topics | topics_of(s.text)
+        topics |= covered(s.topics | topics_of(s.text))
         words |= _words(s.text)
     return " ".join(out)
 
@@ -264,7 +282,7 @@ def repeats(fix: str) -> list[tuple[str, str]]:
     for s in sentences(fix):
         if said and _said(Step(s, topics_of(s)), topics, words):
             out.append((" ".join(said), s))
-        topics |= topics_of(s)
+        topics |= covered(topics_of(s))
         words |= _words(s)
         said.append(s)
     return out
