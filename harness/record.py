@@ -41,6 +41,14 @@ NEUTRAL_BASE_PYTHON = "/usr/local"
 NEUTRAL_BARE_PYTHON = "/usr"
 NEUTRAL_TMP = "/local/scratch"
 NEUTRAL_SLURM_STATE = "/var/spool/slurm"
+NEUTRAL_UV_PROJECT = "/shared/uv-project"
+# the uv_run scenarios' project: one small pure-Python dependency, no .venv, no uv.lock
+UV_PYPROJECT = """[project]
+name = "uv-job"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = ["six"]
+"""
 SCRIPT_NAME = "train.sbatch"
 # paths that must never survive neutralisation
 # (/tmp/harness/train.py is no machine path: it is slurmstepd's fixed fallback directory joined
@@ -111,10 +119,23 @@ class Recorder:
             tmp_dir=self.tmp_dir(sc),
             bare_venv=self._bare.parent.parent if self._bare else None,
             slurm_state=self.cluster.state_dir,
+            uv_project=self.uv_project(sc) if sc.uv_run else None,
         )
 
     def tmp_dir(self, sc: Scenario) -> Path:
         return self.work / "tmp" / sc.name
+
+    def uv_project(self, sc: Scenario) -> Path:
+        return self.work / "uv-project" / sc.name
+
+    def fresh_uv_project(self, sc: Scenario) -> Path:
+        """A tiny uv project without its .venv (uv_run scenarios build it inside the job)."""
+        project = self.uv_project(sc)
+        if project.exists():
+            shutil.rmtree(project)
+        project.mkdir(parents=True)
+        (project / "pyproject.toml").write_text(UV_PYPROJECT)
+        return project
 
     # -- running -----------------------------------------------------------------------
     def run(self, sc: Scenario) -> RunResult:
@@ -130,6 +151,8 @@ class Recorder:
             python=self.python,
             bare_python=self.bare_python() if sc.bare_python_node is not None else None,
             master_port=port,
+            uv=find_uv(self.repo) if sc.uv_run else None,
+            uv_project=self.fresh_uv_project(sc) if sc.uv_run else None,
         )
         script = job_dir / SCRIPT_NAME
         script.write_text(render_sbatch(sc, ctx))
@@ -178,6 +201,17 @@ class Recorder:
 
             (dest / "TORCHFRTRACE.md").write_text(describe(dest))
         return dest
+
+
+def find_uv(repo: Path) -> Path:
+    """The project venv's ``uv`` (``.venv/bin/uv``), else the one on PATH."""
+    local = repo / ".venv" / "bin" / "uv"
+    if local.exists():
+        return local
+    found = shutil.which("uv")
+    if found is None:
+        raise RuntimeError("the uv scenarios need uv: pip install uv (or put it on PATH)")
+    return Path(found)
 
 
 def _free_port_pair() -> int:
@@ -250,6 +284,7 @@ def neutral_replacements(
     tmp_dir: Path | None = None,
     bare_venv: Path | None = None,
     slurm_state: Path | None = None,
+    uv_project: Path | None = None,
 ) -> list[tuple[str, str]]:
     """(machine path, neutral path) pairs, longest machine path first."""
     pairs: list[tuple[str, str]] = []
@@ -261,6 +296,8 @@ def neutral_replacements(
         pairs += [(v, NEUTRAL_BARE_PYTHON) for v in _variants(bare_venv)]
     if slurm_state is not None:
         pairs += [(v, NEUTRAL_SLURM_STATE) for v in _variants(slurm_state)]
+    if uv_project is not None:
+        pairs += [(v, NEUTRAL_UV_PROJECT) for v in _variants(uv_project)]
     pairs += [(v, NEUTRAL_REPO) for v in _variants(repo)]
     # a venv inside the checkout (uv's .venv) is covered by the repo replacement
     if sys.prefix not in SYSTEM_PREFIXES and not Path(sys.prefix).resolve().is_relative_to(

@@ -58,6 +58,9 @@ class Scenario:
     # `MASTER_ADDR=... NODE_RANK=...` line) or "env" (an `env | grep` dump)
     print_facts: str = ""
     shape: str = ""  # the shape variant this scenario is (SHAPES), "" for the original
+    # each task launches through `uv run --project <a project without .venv>`: uv creates the
+    # venv and installs its one dependency inside the job (the guide's uv-sync rule broken)
+    uv_run: bool = False
 
     @property
     def layout(self) -> str:
@@ -714,6 +717,36 @@ FR_SCENARIOS += (
 )
 SCENARIOS = SCENARIOS + FR_SCENARIOS
 
+UV_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="uv-sync-in-job",
+        description="each srun task launches through `uv run` against a project whose .venv "
+        "was never built with `uv sync` (the launch guide's uv-sync rule broken): uv creates "
+        "the shared .venv and installs its package inside the job (the task that gets there "
+        "first builds it, the other finds it built), then the training runs into the 1-minute "
+        "time limit",
+        category="slurm_time_limit",
+        rank=-1,
+        node="",
+        cause="the job reached its time limit; uv built the venv inside the job, on every run "
+        "of it, instead of once before sbatch",
+        must_contain=(
+            r"Creating virtual environment at: \S+\.venv",
+            r"Installed \d+ packages? in",
+            r"\*\*\* JOB \d+ ON node001 CANCELLED AT \S+ DUE TO TIME LIMIT \*\*\*",
+        ),
+        expected_state="TIMEOUT",
+        output="combined",
+        label=True,
+        uv_run=True,
+        train_args=("--train-iters", "100000", "--iter-sleep", "1.0"),
+        time_limit="1",
+        max_seconds=200,
+        light=True,
+    ),
+)
+SCENARIOS = SCENARIOS + UV_SCENARIOS
+
 # Shapes: the same launch mistake printed another way (issue 41: a rule is covered post-mortem
 # only when at least two recordings that print the facts differently show it).
 SHAPES: dict[str, dict[str, object]] = {
@@ -766,6 +799,7 @@ SHAPE_SCENARIOS: tuple[Scenario, ...] = (
     shaped(_ORIGINAL["worktree-not-shared"], "per-task"),
     shaped(_ORIGINAL["bare-torchrun-no-torch"], "per-task"),
     shaped(_ORIGINAL["master-port-in-use"], "unlabelled", node=""),
+    shaped(_ORIGINAL["uv-sync-in-job"], "per-task"),
 )
 SCENARIOS = SCENARIOS + SHAPE_SCENARIOS
 
@@ -780,6 +814,8 @@ class LaunchContext:
     python: Path  # interpreter with torch + megatron-core
     bare_python: Path | None  # interpreter without torch (bare-torchrun scenario)
     master_port: int
+    uv: Path | None = None  # the uv binary (uv_run scenarios)
+    uv_project: Path | None = None  # a tiny uv project whose .venv does not exist yet
 
 
 def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
@@ -835,6 +871,18 @@ def render_sbatch(sc: Scenario, ctx: LaunchContext) -> str:
         "",
     ]
     launcher = '"$PYTHON"'
+    if sc.uv_run:
+        if ctx.uv is None or ctx.uv_project is None:
+            raise ValueError(f"{sc.name} needs uv and a uv project")
+        lines += [
+            "# the project's venv was never built with `uv sync` before sbatch: `uv run`",
+            "# creates it and installs the dependencies inside every srun task",
+            f"export UV={shlex.quote(str(ctx.uv))}",
+            f"export UV_PROJECT={shlex.quote(str(ctx.uv_project))}",
+            'export UV_CACHE_DIR="$TMPDIR/uv-cache"',
+            "",
+        ]
+        launcher = '"$UV" run --project "$UV_PROJECT" -- "$PYTHON"'
     if sc.bare_python_node is not None:
         if ctx.bare_python is None:
             raise ValueError(f"{sc.name} needs a python without torch")

@@ -49,3 +49,15 @@ def test_no_pattern_fires_on_a_successful_job(sample: Path) -> None:
     a = analyze(sample, catalog=CATALOG, workers=1)
     loud = [(r.pattern_id, r.text) for r in a.rows if r.role != "context"]
     assert loud == []
+
+
+# the launch rule that leads the verdict of a recorded launch mistake (issue 41)
+LEADING_RULE = {"uv-sync-in-job": "uv-sync", "uv-sync-in-job-per-task": "uv-sync"}
+
+
+@pytest.mark.parametrize("name", sorted(LEADING_RULE))
+def test_a_recorded_launch_mistake_leads_its_verdict(name: str) -> None:
+    sample = next(s for s in SAMPLES if s.name == name)
+    d = analyze(sample, catalog=CATALOG, workers=1).diagnosis
+    assert [a.rule for a in d.advisories if a.explains_verdict] == [LEADING_RULE[name]]
+    assert d.verdict.cause.startswith("Launch mistake: ")

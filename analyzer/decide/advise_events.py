@@ -71,6 +71,10 @@ def _endpoint(rows: list[Event], sc: LintedScript) -> Advisory | None:
                     "| head -n1)", tuple(ev), "error", patterns=ids(ep))
 
 
+GUIDE_UV_FIX = ("run `uv sync` once in the worktree before sbatch; launch with `uv run --no-sync` "
+                "under srun")
+
+
 def _venv(rows: list[Event], sc: LintedScript) -> Advisory | None:
     """uv built the virtual environment inside the job."""
     # the venvs created (a `path`) first, then the packages installed
@@ -83,9 +87,10 @@ def _venv(rows: list[Event], sc: LintedScript) -> Advisory | None:
            "(`Creating virtual environment`, `Installed N packages`): every run pays for it, "
            "and nodes racing on one .venv can break it")
     ev = sc.evidence_of(f) + [where(r) for r in uv[:3]]
-    return Advisory("uv-sync", msg, f.fix if f else
-                    "run `uv sync` once before sbatch; use `uv run --no-sync` under srun",
-                    tuple(ev))
+    # the script's launch line rewritten, unless the lint could only sketch it (`uv run
+    # --no-sync ...`): then the guide's instruction in words
+    fix = f.fix if f and "..." not in f.fix else GUIDE_UV_FIX
+    return Advisory("uv-sync", msg, fix, tuple(ev))
 
 
 def _fresh_start(rows: list[Event], sc: LintedScript) -> Advisory | None:

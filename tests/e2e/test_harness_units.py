@@ -73,8 +73,12 @@ def test_sbatch_script_is_well_formed(sc: Scenario, tmp_path: Path) -> None:
         python=tmp_path / "venv/bin/python",
         bare_python=tmp_path / "bare/bin/python3",
         master_port=29500,
+        uv=tmp_path / "venv/bin/uv",
+        uv_project=tmp_path / "uv-project",
     )
     script = render_sbatch(sc, ctx)
+    if sc.uv_run:  # the launcher runs through `uv run` against the project without .venv
+        assert '"$UV" run --project "$UV_PROJECT" -- "$PYTHON" -m torch.distributed.run' in script
     assert script.startswith("#!/bin/bash\n")
     assert "#SBATCH --ntasks=2" in script
     assert "-m torch.distributed.run" in script
