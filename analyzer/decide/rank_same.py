@@ -71,12 +71,13 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
     e = p.event
     if e is None or d.rank is not None or d.rule is not None:
         return None
-    copies = [r for r in job.roots if r.rank is None and _alike(signature(r), signature(e))]
-    if len(copies) < 2:
-        return None
+    sig = signature(e)
     dead = dead_on_their_own(job.rows)
-    if len(dead) < 2 and not _stopped_alike(job, copies, dead):
-        return None
+    copies = [r for r in job.roots if r.rank is None and signature(r) == sig]
+    if len(copies) < 2 or len(dead) < 2:
+        copies = [r for r in job.roots if r.rank is None and _alike(signature(r), sig)]
+        if len(copies) < 2 or not _stopped_alike(job, copies, dead):
+            return None
     return d.unnamed(RankId.SAME_WAY_UNRANKED, copies=len(copies), ranks=len(dead))
 
 
