@@ -120,26 +120,25 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
 
 
 def died_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
-    """A failure of unknown cause shown through the launcher's records, when the launcher
-    reports two ranks or more dead on their own within the clock skew of each other (a
-    ChildFailedError table whose failures share one second): the ranks failed together, and
-    the record the verdict shows names no culprit (its "Root Cause" is only the first it
-    observed)."""
+    """A failure of unknown cause shown through the launcher's records, when one kind of
+    record (a ChildFailedError table's exit codes, the launcher's exit lines) reports two ranks
+    or more dead on their own within the clock skew of each other, this rank among them: the
+    ranks failed together, and the record the verdict shows names no culprit (its "Root Cause"
+    is only the first it observed). Times are compared within one kind of record, which all
+    take their time from the same place."""
     if d.rank is None:
         return None
-    times: dict[int, list[object]] = {}
+    groups: dict[str, dict[int, datetime | None]] = {}
     for r in job.rows:
         if died_on_its_own(r) and r.rank is not None:
-            times.setdefault(r.rank, []).append(r.time)
-    if len(times) < 2 or d.rank not in times:
-        return None
-    stamps = [t for ts in times.values() for t in ts]
-    if any(t is None for t in stamps):
-        return None
-    dated = [t for t in stamps if isinstance(t, datetime)]
-    if max(dated) - min(dated) > SKEW:
-        return None
-    return d.unnamed(RankId.DIED_TOGETHER, rank=d.rank, ranks=len(times))
+            groups.setdefault(r.pattern_id, {}).setdefault(r.rank, r.time)
+    for ranks in groups.values():
+        times = [t for t in ranks.values() if t is not None]
+        if len(ranks) < 2 or d.rank not in ranks or len(times) < len(ranks):
+            continue
+        if max(times) - min(times) <= SKEW:
+            return d.unnamed(RankId.DIED_TOGETHER, rank=d.rank, ranks=len(ranks))
+    return None
 
 
 def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
