@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slurm
 
 
 def normalised_names(root: Path, job_id: int) -> list[str]:
-    """Relative file names with the job id (``slurm-%j.out``, ``%x-%j.err``) and torchrun's
+    """Relative file names with the job id (``slurm-%j.out``, ``%x-%j.err``, per-task
+    ``slurm-%j-%t.out``) and torchrun's
     ``--log-dir`` run dir (``<rdzv-id = job id>_<random>``) masked."""
     names = []
     for path in root.rglob("*"):
@@ -28,6 +29,7 @@ def normalised_names(root: Path, job_id: int) -> list[str]:
             continue
         rel = path.relative_to(root).as_posix()
         rel = re.sub(rf"(?<!task)-{job_id}\.(out|err)$", r"-{jobid}.\1", rel)
+        rel = re.sub(rf"^slurm-{job_id}-(\d+)\.(out|err)$", r"slurm-{jobid}-\1.\2", rel)
         rel = re.sub(rf"^torchrun-logs/{job_id}_[^/]+/", "torchrun-logs/{jobid}_*/", rel)
         names.append(rel)
     return sorted(names)
