@@ -791,6 +791,7 @@ SHAPE_SCENARIOS: tuple[Scenario, ...] = (
     shaped(_ORIGINAL["master-addr-per-node"], "unlabelled", node=""),
     shaped(_ORIGINAL["master-addr-nodelist"], "unlabelled"),
     shaped(_ORIGINAL["wrong-master-port"], "env"),
+    shaped(_ORIGINAL["wrong-master-port"], "unlabelled", node=""),
     shaped(_ORIGINAL["nnodes-one-per-node"], "unlabelled", node=""),
     shaped(_ORIGINAL["nnodes-above-allocation"], "quiet", (r"min_nodes\s+: 3",)),
     shaped(_ORIGINAL["two-agents-per-node"], "per-task"),
