@@ -37,11 +37,20 @@ def test_by_rank_has_one_row_per_rank_of_the_world_and_no_null_rank() -> None:
 
 
 def test_by_rank_without_any_ranked_event_still_lists_the_world() -> None:
-    a = analyze("sample_logs/real/wrong-master-port")  # only node-level rendezvous lines
+    a = analyze("sample_logs/real/two-agents-per-node")  # only node-level rendezvous lines
+    assert not [e for e in a.rows if e.rank is not None]
     df = a.by_rank()
-    assert df["rank"].to_list() == [0, 1]
-    assert df["node"].to_list() == ["0", "1"]
+    assert df["rank"].to_list() == [0, 1, 2, 3]
     assert df["rank"].null_count() == 0
+
+
+def test_the_agents_store_count_is_not_the_world_size() -> None:
+    """torchrun's own rendezvous store (``static_tcp_rendezvous``) counts its agents, one per
+    node: "1/2 clients joined" says 2 nodes, not a world of 2 (was world 2, "2 x 1 GPUs")."""
+    g = analyze("sample_logs/real/wrong-master-port").attributed.geometry
+    assert (g.world_size, g.nnodes) == (None, 2)
+    g = analyze("sample_logs/real/two-agents-per-node").attributed.geometry
+    assert (g.world_size, g.nproc_per_node, g.nnodes) == (4, 2, 2)
 
 
 def test_repr_is_one_short_line_with_the_verdict() -> None:
