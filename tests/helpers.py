@@ -8,10 +8,12 @@ they live here; ``tests/conftest.py`` turns the same things into fixtures (``rep
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+import pytest
 
 from analyzer.catalog.model import Catalog
 
@@ -153,3 +155,13 @@ cause = "x"
 fix = "y"
 examples = ["aaaa"]
 """
+
+
+def fast_share(items: list[Any], every: int, ids: Callable[[Any], str]) -> list[Any]:
+    """``items`` as pytest params where only every ``every``-th one (by position) runs in the
+    fast loop and the others carry the ``slow`` marker: a per-case check over a corpus that
+    keeps growing samples it in ``pytest -q`` and runs whole under ``-m ""`` (CI)."""
+    return [
+        pytest.param(it, id=ids(it), marks=() if i % every == 0 else pytest.mark.slow)
+        for i, it in enumerate(items)
+    ]

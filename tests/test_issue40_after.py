@@ -4,7 +4,9 @@ real logs that showed the class and on lines that must not trigger it."""
 from __future__ import annotations
 
 from analyzer.api import analyze
+from analyzer.decide.promote import survived
 from analyzer.lines.pastes import numbered_paste
+from analyzer.model.event import Event
 from tests.helpers import WILD
 
 CASE = "i-accelerate-fsdp-8node-checkpoint-save-parent-dir-missing"
@@ -78,3 +80,37 @@ def test_ranks_the_launcher_reports_dead_in_one_second_name_no_culprit() -> None
     the first it observed (was rank 0, certain)."""
     got = _decision("i-torchrun-openvla-4gpu-tfds-dataset-not-found-all-ranks")
     assert got == (None, "died-together")
+
+
+
+def _root(traceback: str) -> Event:
+    return Event(file="job.out", line=10, pattern_id="python.traceback",
+                 category="python_exception", role="root", text="IndexError: x", rank=2,
+                 traceback=traceback)
+
+
+def _iteration(line: int) -> Event:  # unranked: Megatron prints it on the last rank alone
+    return Event(file="job.out", line=line, pattern_id="megatron.ctx.iteration",
+                 category="unknown", role="context", text="iteration 4/ 20", tags=frozenset(
+                     {"progress"}), captures={"iteration": "4"},
+                 role_names={})
+
+
+UNCAUGHT = (  # the shape of rank 2's traceback in the recipe's real job (tests/e2e)
+    'Traceback (most recent call last):\n  File "harness/train.py", line 508, in <module>\n'
+    '    sys.exit(main())\nIndexError: index 160 is out of bounds'
+)
+LOGGED = (  # a handler's logger.exception: the traceback starts in the frame that caught it
+    'Traceback (most recent call last):\n  File "harness/train.py", line 436, in train\n'
+    '    tokens = get_batch()\nIndexError: index 160 is out of bounds'
+)
+
+
+def test_an_unranked_progress_line_after_an_uncaught_exception_is_another_ranks() -> None:
+    """Synthetic events (the mechanism): rank 2's exception reached ``<module>``, its process
+    ended, so an unranked iteration line after it (torchrun's ``--tee`` wrote the last rank's
+    line late) does not make it a survived error; a traceback a handler logged still can."""
+    [kept, _] = survived([_root(UNCAUGHT), _iteration(12)])
+    assert kept.role == "root"
+    [logged, _] = survived([_root(LOGGED), _iteration(12)])
+    assert logged.role == "context" and logged.tagged("survived")

@@ -20,12 +20,13 @@ from analyzer.read.discover import discover
 from analyzer.read.match import LineMatcher
 from analyzer.read.readjob import read_job
 from analyzer.read.records import RawEvent
-from tests.helpers import SAMPLES, WILD, builtin_catalog
+from tests.helpers import SAMPLES, WILD, builtin_catalog, fast_share
 
 JOBS = [*SAMPLES, *sorted(p for p in WILD.iterdir() if p.is_dir())]
-JOB_PARAMS = [pytest.param(j, id=j.name) for j in JOBS]
-"""``JOBS`` for ``parametrize`` (ids: the job's name); ``read_both`` reads each as shipped once
-per test process, and ``tests/conftest.py`` runs one job's tests in one worker."""
+JOB_PARAMS = fast_share(JOBS, 2, lambda j: j.name)
+"""``JOBS`` for ``parametrize`` (ids: the job's name; every second job in the fast loop, all
+under ``-m ""``); ``read_both`` reads each as shipped once per test process, and
+``tests/conftest.py`` runs one job's tests in one worker."""
 
 
 def _plain(catalog: Catalog) -> Catalog:

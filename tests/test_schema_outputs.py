@@ -25,7 +25,7 @@ from analyzer.catalog.vocabulary import CATEGORIES, ROLES  # noqa: E402
 from analyzer.cli.commands import main  # noqa: E402
 from analyzer.lint.rules import RULE_IDS, SEVERITIES  # noqa: E402
 from analyzer.report.schemas import load_schema  # noqa: E402
-from tests.helpers import SAMPLES, WILD  # noqa: E402
+from tests.helpers import SAMPLES, WILD, fast_share  # noqa: E402
 
 WILD_JOBS = sorted(p for p in WILD.iterdir() if p.is_dir()) if WILD.is_dir() else []
 EVENT_MODES = ((), ("--all",), ("--by-rank",))
@@ -107,7 +107,11 @@ def test_lint_schema_enums_are_the_rules() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "sample",
+    fast_share(SAMPLES, 2, lambda p: f"{p.parent.name}/{p.name}"),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_every_output_of_a_sample_validates(sample: Path) -> None:
     report = cli_json("diagnose", str(sample), "-f", "json")
     assert not errors("diagnose", report)

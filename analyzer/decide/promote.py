@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import regex
+
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on
@@ -88,7 +90,7 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
             p
             for p in later
             if p.line > r.line
-            and (r.rank is None or p.rank in (None, r.rank))
+            and (r.rank is None or p.rank == r.rank or (p.rank is None and not _uncaught(r)))
             and (r.time is None or p.time is None or p.time >= r.time)
         ),
         None,
@@ -101,6 +103,20 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
         tags=r.tags | {"survived"},
         cause=wording.survived_note(r.title or r.category, r.file, r.line, went_on.line),
     )
+
+
+_TOP_FRAME = regex.compile(r'File "[^"]*", line \d+, in <module>')
+
+
+def _uncaught(r: Event) -> bool:
+    """Whether ranked root ``r`` is an exception that reached the top of its program (its
+    traceback starts in ``<module>``): its process ended there, so an unranked progress line
+    after it is another rank's (Megatron prints the iteration line on the last rank alone;
+    torchrun's ``--tee`` may write it after the exception that stopped this rank). A traceback
+    a handler logged starts in the frame that caught it, and its process may go on."""
+    tb = r.traceback or ""
+    m = _TOP_FRAME.search(tb, 0, 2000)
+    return m is not None and tb[: m.start()].count('File "') == 0
 
 
 def wrapped(rows: Sequence[Event]) -> list[Event]:

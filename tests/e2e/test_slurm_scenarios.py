@@ -28,8 +28,11 @@ def normalised_names(root: Path, job_id: int) -> list[str]:
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        rel = re.sub(rf"(?<!task)-{job_id}\.(out|err)$", r"-{jobid}.\1", rel)
-        rel = re.sub(rf"^slurm-{job_id}-(\d+)\.(out|err)$", r"slurm-{jobid}-\1.\2", rel)
+        per_task = re.sub(rf"^slurm-{job_id}-(\d+)\.(out|err)$", r"slurm-{jobid}-\1.\2", rel)
+        if per_task != rel:  # a per-task name first: its task number may equal the job id
+            rel = per_task
+        else:
+            rel = re.sub(rf"(?<!task)-{job_id}\.(out|err)$", r"-{jobid}.\1", rel)
         rel = re.sub(rf"^torchrun-logs/{job_id}_[^/]+/", "torchrun-logs/{jobid}_*/", rel)
         names.append(rel)
     return sorted(names)
