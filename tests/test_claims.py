@@ -63,12 +63,20 @@ def test_capture_claims_are_made_by_catalog_patterns(claim: RankClaim, catalog: 
     assert makers, claim.id
 
 
-NEMO_RL = [  # NVIDIA-NeMo/RL worker output pasted in a committed note (Ray actor prefixes)
-    "(MegatronPolicyWorker[rank=9] pid=4154537) ERROR:megatron.core.utils:utils.py:2296: Exception in async function run_engine_with_coordinator: 7782",  # noqa: E501
-    "(MegatronPolicyWorker[rank=9] pid=4154537) Traceback (most recent call last):",
+NEMO_RL = [  # NVIDIA-NeMo/RL worker output pasted in a committed note (a contiguous block)
+    '(MegatronPolicyWorker[rank=9] pid=4154537) ERROR:megatron.core.utils:utils.py:2296: Exception in async function run_engine_with_coordinator: 7782',  # noqa: E501
+    '(MegatronPolicyWorker[rank=9] pid=4154537) Traceback (most recent call last):',
+    '(MegatronPolicyWorker[rank=9] pid=4154537)   File "/lustre/fs1/portfolios/coreai/projects/coreai_dlalgo_llm/users/shanmugamr/RL/3rdparty/Megatron-LM-workspace/Megatron-LM/megatron/core/utils.py", line 2294, in wrapper',  # noqa: E501
+    '(MegatronPolicyWorker[rank=9] pid=4154537)     return await fn(*args, **kwargs)',
+    '(MegatronPolicyWorker[rank=9] pid=4154537)            ^^^^^^^^^^^^^^^^^^^^^^^^^',
+    '(MegatronPolicyWorker[rank=9] pid=4154537)   File "/lustre/fs1/portfolios/coreai/projects/coreai_dlalgo_llm/users/shanmugamr/RL/3rdparty/Megatron-LM-workspace/Megatron-LM/megatron/core/inference/engines/dynamic_engine.py", line 1660, in run_engine_with_coordinator',  # noqa: E501
+    '(MegatronPolicyWorker[rank=9] pid=4154537)     await self.async_step()',
+    '(MegatronPolicyWorker[rank=9] pid=4154537)   File "/lustre/fs1/portfolios/coreai/projects/coreai_dlalgo_llm/users/shanmugamr/RL/3rdparty/Megatron-LM-workspace/Megatron-LM/megatron/core/inference/engines/dynamic_engine.py", line 1356, in async_step',  # noqa: E501
+    '(MegatronPolicyWorker[rank=9] pid=4154537)     last_step_data = await self.async_forward()',
+    '(MegatronPolicyWorker[rank=9] pid=4154537)                      ^^^^^^^^^^^^^^^^^^^^^^^^^^',
     '(MegatronPolicyWorker[rank=9] pid=4154537)   File "/lustre/fs1/portfolios/coreai/projects/coreai_dlalgo_llm/users/shanmugamr/RL/3rdparty/Megatron-LM-workspace/Megatron-LM/megatron/core/inference/engines/dynamic_engine.py", line 1122, in async_forward',  # noqa: E501
-    "(MegatronPolicyWorker[rank=9] pid=4154537)     raise EngineSuspendedError(self.step_count)",
-    "(MegatronPolicyWorker[rank=9] pid=4154537) megatron.core.inference.engines.dynamic_engine.EngineSuspendedError: 7782",  # noqa: E501
+    '(MegatronPolicyWorker[rank=9] pid=4154537)     raise EngineSuspendedError(self.step_count)',
+    '(MegatronPolicyWorker[rank=9] pid=4154537) megatron.core.inference.engines.dynamic_engine.EngineSuspendedError: 7782',  # noqa: E501
 ]
 
 
@@ -83,9 +91,8 @@ def test_a_ray_actor_prefix_that_carries_the_rank_names_it(tmp_path: Path) -> No
     assert (v.category, v.rank, v.rank_certainty) == ("python_exception", 9, "certain")
 
 
-OLD_WATCHDOG = [  # torch 1.x ProcessGroupNCCL, no [rankN]: prefix (a committed training log)
+OLD_WATCHDOG = [  # torch <= 2.1 ProcessGroupNCCL, no [rankN]: prefix (a committed training log)
     "[E ProcessGroupNCCL.cpp:915] [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered",  # noqa: E501
-    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",  # noqa: E501
 ]
 
 

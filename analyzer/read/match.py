@@ -159,7 +159,6 @@ class LineMatcher:
             lines = pastes.head_lines(data)
             self.numbered = pastes.numbered_paste([self._message(ln) for ln in lines])
             if self.numbered:
-                self.pasted = "\x00"  # never a line's start: the margin is dropped by number
                 return
         if first.strip():
             msg = self._message(first) if b"    " in first else ""
@@ -181,7 +180,7 @@ class LineMatcher:
         """The pattern that alone owns the one needle on the line at ``start`` of the
         current block, where that line may take the builder's lane (``EventBuilder._lane``)."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted:
+        if per_line is None or self.quoted or self.pasted or self.numbered:
             return None
         found = per_line.get(start)
         return self._lanes.get(found) if type(found) is int else None
@@ -191,7 +190,7 @@ class LineMatcher:
         would take the lane for a pattern needing only its first line per claim, each as
         the lane would read it (``firstlines.FirstLines``); empty where no line can."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted or not self._firsts:
+        if per_line is None or self.quoted or self.pasted or self.numbered or not self._firsts:
             return {}
         return self._firsts.keys(data, per_line, CACHE_MAX_LINE)
 
@@ -200,7 +199,7 @@ class LineMatcher:
         lane for a ``progress`` pattern, as the lane would read them
         (``progresslines.ProgressLines``); empty where no line can."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted or not self._progress:
+        if per_line is None or self.quoted or self.pasted or self.numbered or not self._progress:
             return {}
         return self._progress.rows(data, per_line, CACHE_MAX_LINE)
 
@@ -212,8 +211,9 @@ class LineMatcher:
         """(cleaned text, prefixes) of one raw line, cached for short lines."""
         quoted = self.quoted
         pasted = self.pasted
-        if quoted or pasted or self._line_rest:
-            if not (quoted or pasted):
+        rewritten = quoted or pasted or self.numbered
+        if rewritten or self._line_rest:
+            if not rewritten:
                 self._line_rest -= 1
             return self._unpasted(clean_line(decode(raw)), quoted, pasted)
         got = self._lines.get(raw)
