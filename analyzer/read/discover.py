@@ -7,6 +7,7 @@ skipped with a reason; symlinks are followed only inside the job directory and n
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import stat
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,8 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"SQLite format 3", "SQLite database"),
     (b"%PDF", "PDF document"),
 )
+_MAGIC_PREFIXES = (*(m for m, _ in _MAGIC), b"\x80")
+"""Every head :func:`sniff_binary` names by its first bytes (one ``startswith`` of them all)."""
 GZIP_MAGIC = b"\x1f\x8b"
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 """A log that starts with one of these is UTF-16 text (PowerShell's ``>`` redirection), not
@@ -92,6 +95,13 @@ def sniff_binary(head: bytes) -> str | None:
     that are not valid UTF-8. Long NUL runs (a crashed node's zero-filled tail) and a UTF-8
     character cut at the end of the sample are not counted.
     """
+    # Most logs: ASCII without a control byte or a magic number, text at once.
+    if (
+        head.isascii()
+        and not head.startswith(_MAGIC_PREFIXES)
+        and not head.translate(None, _NOT_CONTROL)
+    ):
+        return None
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return what
@@ -139,25 +149,42 @@ def _kib(n: int) -> str:
 
 
 def _describe(
-    path: Path, rel: str, size: int, compressed: bool, encoding: str | None = None
+    path: Path,
+    rel: str,
+    size: int,
+    compressed: bool,
+    encoding: str | None = None,
+    place: tuple[int | None, int | None, str | None] | None = None,
+    name: str | None = None,
 ) -> LogFile:
-    name = path.name[:-3] if compressed else path.name
-    attempt, local_rank, node_hint = _torchrun_place(rel.split("/"))
-    m = _TASK_NAME.search(name)
-    task = int(m[1] or m[2]) if m and attempt is None else None
+    """The :class:`LogFile` of ``path``; ``place`` (what its directory says, see
+    :func:`_torchrun_place`) and ``name`` (``path.name``) when the caller knows them."""
+    name = path.name if name is None else name
+    if compressed:
+        name = name[:-3]
+    attempt, local_rank, node_hint = _torchrun_place(rel.split("/")) if place is None else place
+    stream, task, is_error_json = _name_says(name)
     return LogFile(
         path=path,
         rel=rel,
         size=size,
         compressed=compressed,
         encoding=encoding,
-        stream=_stream(name.lower()),
+        stream=stream,
         attempt=attempt,
         local_rank=local_rank,
-        task=task,
+        task=task if attempt is None else None,
         node_hint=node_hint,
-        is_error_json=name == "error.json",
+        is_error_json=is_error_json,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_says(name: str) -> tuple[str | None, int | None, bool]:
+    """(stream, srun task id, is torchrun's error file) that a file name gives (names repeat:
+    ``stdout.log`` in every rank's directory)."""
+    m = _TASK_NAME.search(name)
+    return _stream(name.lower()), int(m[1] or m[2]) if m else None, name == "error.json"
 
 
 def _stream(lower: str) -> str | None:
@@ -204,17 +231,36 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
         out.skipped.append((rel, "empty file"))
         return
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, _READ_FLAGS)
         try:
             head = os.read(fd, SNIFF_BYTES)
         finally:
             os.close(fd)
     except OSError as exc:
-        out.problems.append(f"{rel}: cannot read ({exc.strerror or exc}); check its permissions")
+        out.problems.append(_cannot_read(rel, exc))
         return
+    _take(path, rel, st.st_size, head, out)
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+
+
+def _cannot_read(rel: str, exc: OSError) -> str:
+    return f"{rel}: cannot read ({exc.strerror or exc}); check its permissions"
+
+
+def _take(
+    path: Path,
+    rel: str,
+    size: int,
+    head: bytes,
+    out: Discovery,
+    place: tuple[int | None, int | None, str | None] | None = None,
+) -> None:
+    """Keep the file whose first bytes are ``head`` as a log, or say why not."""
     compressed = head.startswith(GZIP_MAGIC)
     if head.startswith(UTF16_BOMS):
-        out.files.append(_describe(path, rel, st.st_size, False, "utf-16"))
+        out.files.append(_describe(path, rel, size, False, "utf-16", place))
         return
     if not compressed:
         why = sniff_binary(head)
@@ -227,7 +273,7 @@ def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explic
         if is_own_report(head):  # written by this tool: never read back as a log
             out.skipped.append((rel, REASON))
             return
-    out.files.append(_describe(path, rel, st.st_size, compressed))
+    out.files.append(_describe(path, rel, size, compressed, None, place))
 
 
 def _is_fr_dump(path: Path, rel: str, st: os.stat_result, out: Discovery) -> bool:
@@ -258,7 +304,7 @@ def discover(paths: list[Path]) -> Discovery:
             out.problems.append(f"{top}: cannot open ({exc.strerror or exc})")
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(top, out)
+            _walk(top, out, st)
         elif stat.S_ISREG(st.st_mode):
             _check_file(top, top.name, st, out, explicit=True)
         else:
@@ -285,42 +331,124 @@ def _drop_shared_node_hints(out: Discovery) -> None:
 _NAME = attrgetter("name")
 
 
-def _walk(root: Path, out: Discovery) -> None:
+def _walk(root: Path, out: Discovery, root_st: os.stat_result) -> None:
+    """One walk of ``root``: each directory listed once (``os.scandir``: its entries' types
+    come with the listing), each directory's identity from its entry's ``stat``, each file
+    with a log's name opened once (its size and identity from that open: ``fstat``)."""
     real_root = root.resolve()
     seen: set[tuple[int, int]] = set()
-    # (path, path relative to root); strings, not Paths: a job can hold 100,000 files.
-    stack: list[tuple[str, str]] = [(str(root), "")]
+    # (path, path relative to root, identity); strings, not Paths: a job can hold 100,000 files.
+    stack: list[tuple[str, str, tuple[int, int]]] = [
+        (str(root), "", (root_st.st_dev, root_st.st_ino))
+    ]
     while stack:
-        d, d_rel = stack.pop()
+        d, d_rel, key = stack.pop()
+        if key in seen:
+            out.skipped.append((d_rel or ".", "directory already visited (symlink loop)"))
+            continue
+        seen.add(key)
         try:
-            dst = os.stat(d)
-            if (dst.st_dev, dst.st_ino) in seen:
-                out.skipped.append((d_rel or ".", "directory already visited (symlink loop)"))
-                continue
-            seen.add((dst.st_dev, dst.st_ino))
             with os.scandir(d) as it:
                 entries = sorted(it, key=_NAME)
         except OSError as exc:
             out.problems.append(f"{d_rel or '.'}: cannot list ({exc.strerror or exc})")
             continue
+        _Dir(d, d_rel, real_root, seen, out).walk(entries, stack)
+
+
+class _Dir:
+    """One directory of the walk: its entries' decisions, with what its path says (its
+    ``Path`` and torchrun place) worked out once for all its files."""
+
+    def __init__(
+        self, d: str, d_rel: str, real_root: Path, seen: set[tuple[int, int]], out: Discovery
+    ) -> None:
+        self.d, self.d_rel, self.real_root, self.seen, self.out = d, d_rel, real_root, seen, out
+        self._path: Path | None = None
+        self._place: tuple[int | None, int | None, str | None] | None = None
+
+    def walk(
+        self, entries: list[os.DirEntry[str]], stack: list[tuple[str, str, tuple[int, int]]]
+    ) -> None:
+        """Decide each entry; push the directories on ``stack``."""
+        d_rel, out = self.d_rel, self.out
         for e in entries:
             rel = f"{d_rel}/{e.name}" if d_rel else e.name
             try:
                 if e.is_symlink():
                     target = Path(e.path).resolve()
-                    if not target.is_relative_to(real_root):
+                    if not target.is_relative_to(self.real_root):
                         out.skipped.append((rel, "symlink pointing outside the job directory"))
                         continue
                     st = target.stat()
+                elif e.is_file(follow_symlinks=False):
+                    self.file(e, rel)
+                    continue
                 else:
                     st = e.stat(follow_symlinks=False)
             except (OSError, RuntimeError) as exc:
                 out.skipped.append((rel, f"unreadable entry ({exc})"))
                 continue
             if stat.S_ISDIR(st.st_mode):
-                stack.append((e.path, rel))
-            elif stat.S_ISREG(st.st_mode):
-                if (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
+                stack.append((e.path, rel, (st.st_dev, st.st_ino)))
+            elif stat.S_ISREG(st.st_mode) and self.first_visit(st):
                 _check_file(Path(e.path), rel, st, out, explicit=False)
+
+    def first_visit(self, st: os.stat_result) -> bool:
+        """Whether the file of ``st`` is seen for the first time (a hard link or a symlink to
+        a file already found is read once)."""
+        key = (st.st_dev, st.st_ino)
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def file(self, e: os.DirEntry[str], rel: str) -> None:
+        """A regular file (not a symlink) of this directory."""
+        dump_name, log_name = _name_kind(e.name)
+        if dump_name or not log_name:  # rare: the general path
+            st = e.stat(follow_symlinks=False)
+            if self.first_visit(st):
+                _check_file(Path(e.path), rel, st, self.out, explicit=False)
+            return
+        got = self.head(e, rel)
+        if got is None:
+            return
+        if self._path is None:
+            self._path = Path(self.d)
+            parts = [*self.d_rel.split("/"), ""] if self.d_rel else [""]
+            self._place = _torchrun_place(parts)
+        _take(self._path / e.name, rel, got[1], got[0], self.out, self._place)
+
+    def head(self, e: os.DirEntry[str], rel: str) -> tuple[bytes, int] | None:
+        """(first bytes, size) of a file with a log's name; None when it is not read (seen
+        before, empty, unreadable: said in ``out``)."""
+        try:
+            fd = os.open(e.path, _READ_FLAGS)
+        except OSError as exc:
+            st = e.stat(follow_symlinks=False)  # an error here is an unreadable entry
+            if self.first_visit(st):
+                if st.st_size == 0:
+                    self.out.skipped.append((rel, "empty file"))
+                else:
+                    self.out.problems.append(_cannot_read(rel, exc))
+            return None
+        try:
+            st = os.fstat(fd)
+            if not self.first_visit(st):
+                return None
+            if st.st_size == 0:
+                self.out.skipped.append((rel, "empty file"))
+                return None
+            return os.read(fd, SNIFF_BYTES), st.st_size
+        except OSError as exc:
+            self.out.problems.append(_cannot_read(rel, exc))
+            return None
+        finally:
+            os.close(fd)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_kind(name: str) -> tuple[bool, bool]:
+    """(named like a Flight Recorder dump, named like a log) for a file name."""
+    return is_dump_name(name), _is_log_name(name)
