@@ -131,14 +131,13 @@ def test_one_stat_per_directory_and_one_open_per_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The walk takes a directory's identity from its entry's stat, not a second ``os.stat``
-    of its path, and opens each file with a log's name once (its size and identity from that
-    open, not from a ``stat`` beside it)."""
+    of its path (24 calls here before), and opens each file with a log's name once."""
     job = tmp_path / "job"
     for node in range(3):
         for local in range(4):
-            d = job / f"node{node}" / "run_x" / "attempt_0" / str(local)
-            d.mkdir(parents=True)
-            (d / "stdout.log").write_bytes(TEXT)
+            rank_dir = job / f"node{node}" / "run_x" / "attempt_0" / str(local)
+            rank_dir.mkdir(parents=True)
+            (rank_dir / "stdout.log").write_bytes(TEXT)
     calls: dict[str, int] = {"stat": 0, "open": 0}
     real_stat, real_open = os.stat, os.open
 
@@ -154,6 +153,6 @@ def test_one_stat_per_directory_and_one_open_per_log(
     monkeypatch.setattr(disc_mod.os, "open", open_)
     d = discover([job])
     assert len(d.files) == 12
-    # the top (and its resolution), none per directory (24 before); each log once
+    # the top (and its resolution), none per directory; each log once
     assert calls["stat"] <= 2
     assert calls["open"] == 12
