@@ -549,6 +549,22 @@ def test_srun_exit_names_the_node(tasks: list[str], rule: str, node: str | None)
     assert (d.rank, d.rule, d.node) == (None, rule, node)
 
 
+def test_srun_task_names_the_task_srun_reports_dead_of_the_verdicts_cause() -> None:
+    """slurmstepd's unranked oom_kill line, and srun's ``task 2: Out Of Memory``: task 2 is
+    named as a possible rank; not when two tasks are named or a launcher runs inside srun."""
+    root = ev("host_oom", seconds=None, line=10)
+    task2 = ev("host_oom", seconds=None, line=11, roles={"task": "2"})
+    d = ranked(root, task2)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (2, "srun-task", "possible")
+    task3 = ev("host_oom", seconds=None, line=12, roles={"task": "3"})
+    assert ranked(root, task2, task3).rank is None
+    job = view(root, task2)
+    job = replace(job, geo=replace(job.geo, nproc_per_node=4))
+    assert decide_rank(job, propose(job)).rank is None
+    other = ev("native_crash", seconds=None, line=11, roles={"task": "2"})
+    assert ranked(root, other).rank is None  # a record of another cause names nothing
+
+
 def test_uniform_a_start_up_error_on_one_rank_names_none() -> None:
     assert ranked(ev("config", rank=3)).rule == "uniform"
     other = ev("python_exception", "symptom", rank=1, line=2)

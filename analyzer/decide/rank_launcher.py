@@ -60,6 +60,34 @@ def only_death(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | Non
     return d.taken_from(r, RankId.ONLY_DEATH)
 
 
+_TASK_DEATHS = frozenset({Category.HOST_OOM, Category.NATIVE_CRASH})
+"""The causes srun's own task records name (``task N: Out Of Memory``, ``task N: Segmentation
+fault``)."""
+
+
+def srun_task(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """An unranked host-OOM or native-crash verdict takes the task srun names dead of that
+    cause, when it names exactly one and nothing maps srun's tasks to ranks or to nodes running a
+    launcher (no processes-per-node count above one): srun then ran one process per task, so the
+    task id is the rank, but that is read from srun's record alone (``possible``). Seen with
+    Megatron-DeepSpeed on Perlmutter (task 2 OOM-killed), a pyxis container import (task 0) and
+    a plain PyTorch srun job (task 0) in the wild corpus."""
+    e = p.event
+    if e is None or d.rank is not None or d.rule not in (None, RankId.VICTIM):
+        return None
+    if e.category not in _TASK_DEATHS or (job.geo.nproc_per_node or 1) > 1:
+        return None
+    named = {
+        r.role_of("task")
+        for r in job.rows
+        if r.category == e.category and (r.role_of("task") or "").isdecimal()
+    }
+    if len(named) != 1:
+        return None
+    task = int(named.pop() or 0)
+    return replace(d.why(RankId.SRUN_TASK, task=task), rank=task)
+
+
 def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """An unprefixed root line takes its node from srun's task exits, when they single one
     out: a task that exits on its own (an exit code, not a SIGTERM/SIGKILL from srun) right
@@ -138,6 +166,16 @@ ONLY_DEATH = RankRule(
     frozenset({VerdictId.ROOT, VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
     only_death,
 )
+SRUN_TASK = RankRule(
+    one(
+        RankId.SRUN_TASK,
+        "srun names task {task} dead of this cause, and nothing shows a launcher inside srun: "
+        "the task id taken as the rank",
+        Certainty.POSSIBLE,
+    ),
+    frozenset({VerdictId.ROOT, VerdictId.DEAD_WORKER}),
+    srun_task,
+)
 SRUN_EXIT = RankRule(
     (
         Outcome(
@@ -175,6 +213,7 @@ RULES: tuple[RankRule, ...] = (
     SLURM_END,
     PEER_DIED_FIRST,
     ONLY_DEATH,
+    SRUN_TASK,
     SRUN_EXIT,
     NOT_JOINED,
     ONLY_RANK,
