@@ -1,6 +1,6 @@
 """``python -m analyzer`` is ``mcore-diagnose``."""
 
-from analyzer.cli.commands import main
+from analyzer.cli import main
 
 if __name__ == "__main__":
     main()

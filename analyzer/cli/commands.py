@@ -166,3 +166,8 @@ def main(argv: list[str] | None = None) -> None:
         _internal_error(exc)
         raise SystemExit(EXIT_INTERNAL) from None
     raise SystemExit(rv if isinstance(rv, int) else 0)
+
+
+# ``from analyzer.cli import app`` is this app, not the module ``analyzer.cli.app`` (whose import
+# above made it an attribute of the package, which loads this module only on first use).
+sys.modules[__package__ or "analyzer.cli"].app = app  # type: ignore[attr-defined]

@@ -295,11 +295,14 @@ def _render_options(tg: Target, quiet: bool, verbose: bool, tty: bool) -> Render
     when it is not one, and in files), coloured when ``tty`` says so."""
     from analyzer.cli.app import terminal_width
     from analyzer.report import RenderOptions
-    from analyzer.report.terminal import WIDTH
 
     stdout = tg.path is None
     if quiet and tg.fmt != "json":
         return RenderOptions(tg.fmt, quiet=True)
+    if tg.fmt not in ("terminal", "text"):  # no width: the panels' module (rich) not imported
+        return RenderOptions(tg.fmt, color=tty and stdout, verbose=verbose)
+    from analyzer.report.terminal import WIDTH
+
     width = (terminal_width() if stdout else None) or WIDTH
     return RenderOptions(tg.fmt, width, color=tty and stdout, verbose=verbose)
 
