@@ -2,6 +2,7 @@
 
     python benchmarks/stages.py bench-data/job-0.25g-128x8-s7-ncclinfo
     python benchmarks/stages.py DIR --json       # one JSON object (what bench.py --stages reads)
+    python benchmarks/stages.py DIR --discovery 3   # discovery alone, 3 times: wall and CPU
 
 Stages: ``imports`` (the command line's and the pipeline's modules), ``catalog``,
 ``discovery``, ``reading`` (every file, with the command line's worker processes),
@@ -89,11 +90,31 @@ def run(job: Path) -> dict[str, float]:
     return out
 
 
+def discovery_only(job: Path, runs: int) -> dict[str, float]:
+    """Wall and CPU seconds of ``discover([job])``, the least of ``runs`` in this process (the
+    first pays for nothing the others do not: the modules are imported before)."""
+    from analyzer.read.discover import discover
+
+    walls, cpus = [], []
+    for _ in range(runs):
+        t, c = time.perf_counter(), time.process_time()
+        found = discover([job])
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return {"files": len(found.files), "wall": min(walls), "cpu": min(cpus)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("job", type=Path)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--discovery", type=int, metavar="N", help="time discovery alone, N times (least wall, CPU)"
+    )
     a = ap.parse_args(argv)
+    if a.discovery:
+        print(json.dumps(discovery_only(a.job, a.discovery)))
+        return 0
     stages = run(a.job)
     start = interpreter_start()
     fixed = start + sum(v for k, v in stages.items() if k != "reading")
