@@ -1,7 +1,8 @@
 """Issue 44, start-up: what a command does not use is not imported.
 
-``--version`` is answered before the commands (typer and every command's options) load, and a
-JSON diagnosis does not load the terminal report's panels (rich).
+``--version`` is answered before the commands (typer and every command's options) load, a
+JSON diagnosis does not load the terminal report's panels (rich), and ``lint``'s rules load
+when a script is linted, not when the command is registered.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ def test_a_command_with_version_still_answers_it() -> None:
     r, mods = _imported("lint", "--version")
     assert r.returncode == 0 and r.stdout.startswith("mcore-diagnose ")
     assert "typer" in mods  # only the bare flag takes the short way
+
+
+def test_help_does_not_load_the_lint_rules() -> None:
+    """Registering ``lint`` (every command does) loads its options, not its rules; they load
+    when a script is linted."""
+    r, mods = _imported("--help")
+    assert r.returncode == 0 and "lint" in r.stdout
+    assert "analyzer.lint.rules" not in mods and "analyzer.lint.launchplan" not in mods
+    r, mods = _imported("lint", str(ROOT / "recipes" / "train-megatron.sbatch"))
+    assert "analyzer.lint.rules" in mods and "Traceback" not in r.stderr
 
 
 def test_a_json_diagnosis_does_not_load_the_terminal_report() -> None:
