@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.lint import lint_text
-from analyzer.lint.rules import Finding
 from analyzer.model.event import Event
 from analyzer.read.batchscript import BatchScript
+
+if TYPE_CHECKING:  # the lint rules load only when a batch script is linted
+    from analyzer.lint.rules import Finding
 
 _COMMAND = ("-", "srun", "export", "torchrun", "python", "uv ", "bash", "exec", "#SBATCH", "$")
 """How a script line (not prose) starts."""
