@@ -145,6 +145,24 @@ def _wraps(r: Event, w: Event, name: str) -> bool:
     )
 
 
+def node_failed(rows: Sequence[Event]) -> list[Event]:
+    """``CUDA error: unknown error`` (cudaErrorUnknown, which names no cause of its own) in a
+    job that SLURM reports a node failure for is that node going down, not a CUDA fault of the
+    program: the error becomes a symptom and the node failure is the verdict. Seen on Jean Zay
+    in the wild corpus (BigScience's BLOOM and Hugging Face's m4 runs: a node's GPUs fail with
+    "unknown error", then ``srun: error: Node failure on …``)."""
+    if not any(r.category == Category.SLURM_NODE_FAIL and r.role == ROOT for r in rows):
+        return list(rows)
+    return [
+        replace(r, role=SYMPTOM)
+        if r.role == ROOT
+        and r.category == Category.CUDA_ERROR
+        and (r.cap("exc_msg") or "").startswith("unknown error")
+        else r
+        for r in rows
+    ]
+
+
 @dataclass(frozen=True)
 class Promotion:
     """One promotion rule."""
@@ -163,6 +181,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("claimed-twice", claimed_twice),
     Promotion("survived", survived),
     Promotion("wrapped", wrapped),
+    Promotion("node-failed", node_failed),
 )
 """The promotions, in the order they apply."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from analyzer.catalog.vocabulary import info
+from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
@@ -29,7 +29,7 @@ from analyzer.decide.rank_model import (
 )
 from analyzer.decide.rank_rules import headless, uniform_by_detail
 from analyzer.decide.rules import Proposal
-from analyzer.model.event import CONTEXT, Event
+from analyzer.model.event import CONTEXT, SYMPTOM, Event
 
 
 def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
@@ -109,7 +109,7 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
     e = p.event
     if e is None or d.rank is None or not alone(p):
         return None
-    dead = dead_on_their_own(job.rows)
+    dead = dead_on_their_own(job.rows) - _waited(job)
     if not dead or d.rank in dead:
         return None
     if any(r.rank == d.rank and exit_record(r) for r in job.rows):
@@ -117,6 +117,16 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
     return d.unnamed(
         RankId.ANOTHER_DIED, rank=d.rank, others=", ".join(map(str, sorted(dead)))
     )
+
+
+def _waited(job: JobView) -> set[int]:
+    """Ranks whose own lines report a collective that timed out: their death (the watchdog's
+    SIGABRT, torch's teardown) is the wait's end, not a failure of their own."""
+    return {
+        r.rank
+        for r in job.rows
+        if r.rank is not None and r.category == Category.COLLECTIVE_TIMEOUT and r.role == SYMPTOM
+    }
 
 
 def died_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:

@@ -78,12 +78,18 @@ def _root_alternatives(job: JobView, chosen: Event) -> tuple[Proposal, ...]:
 def end_after_symptoms(job: JobView) -> Proposal | None:
     """SLURM ended the job (time limit, preemption, node failure) after symptoms that explain
     a failure of their own (a hang's timeouts, a host OOM, a diverging loss): the end only
-    confirmed them. The strongest such symptom (a hang before all) is the cause."""
+    confirmed them. The strongest such symptom (a hang before all) is the cause. A node
+    failure is explained only by a stronger cause (a hardware fault): the crashes and waits
+    before it are the node going down."""
     if not job.ends:
         return None
     end = min(job.ends, key=key)
     t_end = end.time
     before = [r for r in job.symptoms if info(r.category).before_end and _before(r, end, t_end)]
+    if end.category == Category.SLURM_NODE_FAIL:
+        # A node that failed explains the crashes and the waits before SLURM's report of it;
+        # only a stronger cause (the hardware fault that brought it down) explains the failure.
+        before = [r for r in before if strength(r.category) > strength(end.category)]
     if not before:
         return None
     alternatives = (Proposal(VerdictId.SLURM_END, end, CONFIDENCE[VerdictId.SLURM_END]),)
