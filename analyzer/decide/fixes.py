@@ -18,6 +18,7 @@ from analyzer.decide.fixsteps import (
     sentences,
     step,
 )
+from analyzer.decide.rowmemo import per_rows
 from analyzer.model.event import Event
 from analyzer.shape.attribute import Geometry
 from analyzer.shape.facts import JobFacts
@@ -368,11 +369,17 @@ def fix_steps(row: Event, base: str, facts: JobFacts, geo: Geometry,
     return [*tailored, *catalog] if row.category in _LEAD else [*catalog, *tailored]
 
 
+@per_rows
+def _has_dumps(rows: Sequence[Event]) -> bool:
+    """Whether the rows hold Flight Recorder dump entries."""
+    return any("fr_group" in r.captures and r.cap("fr_group") for r in rows)
+
+
 def tailor_fix(row: Event, base: str, facts: JobFacts, geo: Geometry,
                rows: Sequence[Event] = ()) -> str:
     """The fix for this event, specific to the job where the category allows: de-duplicated
     steps, none whose condition the job's facts (and ``rows``: Flight Recorder dumps)
     contradict."""
-    dumps = any(r.cap("fr_group") for r in rows)
+    dumps = _has_dumps(rows)
     launch = launch_facts(row, rows, geo)
     return assemble(fix_steps(row, base, facts, geo, launch), _Facts(facts, dumps, launch))

@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 from analyzer.decide.nodefacts import printed_facts
+from analyzer.decide.rowmemo import per_rows
 from analyzer.model.event import Event
 from analyzer.shape.attribute import Geometry
 
@@ -39,6 +40,10 @@ def _node_key(r: Event) -> str | None:
     return str(r.node) if r.node is not None else None
 
 
+_PORT_CAPTURES = frozenset({"arg", "endpoint", "port"})
+"""The captures ``_ports_of`` reads."""
+
+
 def _ports_of(r: Event) -> set[str]:
     """The MASTER_PORTs a line shows: torchrun's ``rdzv_endpoint``/``master_port`` argument,
     the rendezvous endpoint an error names, or the store port a client reached for (or a
@@ -54,10 +59,13 @@ def _ports_of(r: Event) -> set[str]:
     return {port} if port.isdigit() else set()
 
 
+@per_rows
 def node_ports(rows: Sequence[Event]) -> dict[str, set[str]]:
     """node -> the MASTER_PORTs its lines show."""
     per: dict[str, set[str]] = defaultdict(set)
     for r in rows:
+        if _PORT_CAPTURES.isdisjoint(r.captures):
+            continue  # most lines: no capture a port could be read from
         node = _node_key(r)
         ports = _ports_of(r) if node is not None else set()
         if node is not None and ports:
@@ -68,6 +76,7 @@ def node_ports(rows: Sequence[Event]) -> dict[str, set[str]]:
     return dict(per)
 
 
+@per_rows
 def ports_agree(rows: Sequence[Event]) -> bool | None:
     """True when two or more nodes show their port and it is the same one, False when the
     ports differ, None when fewer than two nodes show one."""
@@ -85,7 +94,7 @@ def _short(host: str) -> str:
 def allocation_hosts(rows: Sequence[Event], geo: Geometry) -> set[str]:
     """The hosts the job's lines show it ran on (srun labels, host prefixes, slurmstepd)."""
     hosts = {_short(h) for h in geo.task_hosts.values() if h}
-    hosts |= {_short(str(r.host)) for r in rows if r.host}
+    hosts |= {_short(str(h)) for h in {r.host for r in rows} if h}  # each distinct host once
     return hosts
 
 
@@ -119,26 +128,32 @@ def store_on_master(row: Event, rows: Sequence[Event], geo: Geometry) -> bool | 
     return None if master is None else host == master
 
 
+@per_rows
 def checkpoints_node_local(rows: Sequence[Event]) -> bool:
     """Megatron loaded from or saved to a node-local path (``/tmp``, ``$TMPDIR`` ...)."""
     return any(NODE_LOCAL.match(str(r.cap("path") or "")) for r in rows
                if r.tagged("checkpoint-load") or r.tagged("checkpoint-save-begin"))
 
 
+@per_rows
 def uv_missing(rows: Sequence[Event]) -> bool:
     """The shell or slurmstepd could not find ``uv`` itself (an image or node without it)."""
     return any(
-        str(r.cap("path") or "").rsplit("/", 1)[-1] == "uv"
+        "path" in r.captures
+        and str(r.cap("path") or "").rsplit("/", 1)[-1] == "uv"
         and regex.search(r"command not found|execve|No such file", r.text or "")
         for r in rows
     )
 
 
+@per_rows
 def gpus_per_node(rows: Sequence[Event]) -> int | None:
     """The GPUs one node lists (nvidia-smi's table rows or ``--query-gpu`` CSV lines: a GPU
     index with its name), the most any node lists; None when no node lists its GPUs."""
     per: dict[str, set[str]] = defaultdict(set)
     for r in rows:
+        if "gpu_name" not in r.captures:
+            continue
         gpu = r.cap("gpu")
         if r.cap("gpu_name") and gpu is not None and str(gpu).isdigit():
             per[_node_key(r) or r.host or r.file or "?"].add(str(gpu))

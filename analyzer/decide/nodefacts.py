@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from analyzer.decide.rowmemo import per_rows
 from analyzer.model.event import Event
 
 ENV_FACTS: dict[str, str] = {
@@ -72,11 +73,14 @@ def _node_of(r: Event, said: dict[str, str]) -> str:
     return rank if rank.isdigit() else JOB
 
 
+@per_rows
 def printed_facts(rows: Sequence[Event]) -> PrintedFacts:
     """The launch facts of every line that prints launch variables (read by the ``arg`` and
     ``value`` captures: a variable name and its assignments)."""
     out = PrintedFacts()
     for r in rows:
+        if "arg" not in r.captures:
+            continue  # most lines: no variable printed
         arg, value = r.cap("arg"), r.cap("value")
         if not arg or not value or arg not in ENV_FACTS:
             continue
