@@ -121,7 +121,10 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
 
 def _waited(job: JobView) -> set[int]:
     """Ranks whose own lines report a collective that timed out: their death (the watchdog's
-    SIGABRT, torch's teardown) is the wait's end, not a failure of their own."""
+    SIGABRT, torch's teardown) is the wait's end, not a failure of their own. Seen in the wild
+    corpus: a ring-attention benchmark whose rank 1 aborted 600 s after rank 0's CUDA OOM
+    (torchrun's Root Cause names rank 1), and the Xid 48 job whose rank 0 timed out after
+    rank 1's ECC abort."""
     return {
         r.rank
         for r in job.rows
