@@ -76,7 +76,6 @@ def node_ports(rows: Sequence[Event]) -> dict[str, set[str]]:
     return dict(per)
 
 
-@per_rows
 def ports_agree(rows: Sequence[Event]) -> bool | None:
     """True when two or more nodes show their port and it is the same one, False when the
     ports differ, None when fewer than two nodes show one."""

@@ -29,7 +29,7 @@ from analyzer.decide.rank_model import (
 )
 from analyzer.decide.rank_rules import headless, uniform_by_detail
 from analyzer.decide.rules import Proposal
-from analyzer.model.event import CONTEXT, SYMPTOM, Event
+from analyzer.model.event import CONTEXT, Event
 
 
 def _who(job: JobView, same: tuple[Event, ...]) -> tuple[str, bool]:
@@ -127,8 +127,8 @@ def _waited(job: JobView) -> set[int]:
     rank 1's ECC abort."""
     return {
         r.rank
-        for r in job.rows
-        if r.rank is not None and r.category == Category.COLLECTIVE_TIMEOUT and r.role == SYMPTOM
+        for r in job.symptoms
+        if r.rank is not None and r.category == Category.COLLECTIVE_TIMEOUT
     }
 
 

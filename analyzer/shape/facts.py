@@ -8,7 +8,7 @@ from typing import Any
 import regex
 
 from analyzer.model.event import Event
-from analyzer.shape.geometry import AGENT_STORE
+from analyzer.shape.geometry import counts_agents
 
 _ARG_MAP = {
     "world_size": "world_size",
@@ -157,7 +157,7 @@ def _stated(f: JobFacts, r: Event) -> None:
     for k in _FIELD_FACTS:
         v = r.cap(k)
         if v and k not in f.values:
-            if k == "world_size" and AGENT_STORE in (r.traceback or ""):
+            if k == "world_size" and counts_agents(r.traceback):
                 continue  # torchrun's own rendezvous store counts its agents, not the workers
             f.values[k] = _intish(v)
 

@@ -109,7 +109,7 @@ def _world_size_of(ev: RawEvent, roles: Roles) -> str | None:
     ws = roles.get(ev, "world_size")
     if ws is None and ev.fields.get("arg") == "world_size":
         ws = ev.fields.get("value")  # Megatron's argument block: "world_size .... 16"
-    if ws is not None and AGENT_STORE in (ev.traceback or ""):
+    if ws is not None and counts_agents(ev.traceback):
         return None  # the agents' rendezvous store counts launchers (nodes), not workers
     return ws
 
@@ -118,6 +118,12 @@ AGENT_STORE = "torch/distributed/elastic/rendezvous/"
 """A store error raised inside torchrun's own rendezvous (``static_tcp_rendezvous``,
 ``c10d_rendezvous_backend``): its ``1/2 clients joined`` counts the agents, one per node, not
 the workers."""
+
+
+def counts_agents(traceback: str | None) -> bool:
+    """Whether a line's world size was raised inside torchrun's own rendezvous
+    (``AGENT_STORE``): a count of agents, never the job's world size."""
+    return AGENT_STORE in (traceback or "")
 
 
 _DECLARED_ARGS = ("world_size", "nproc_per_node", "nnodes")
@@ -129,7 +135,7 @@ def _declare(declared: dict[str, int], ev: RawEvent) -> None:
     if arg in _DECLARED_ARGS and value is not None:
         _keep(declared, str(arg), value)
     ws = ev.fields.get("world_size")
-    if ws and AGENT_STORE not in (ev.traceback or ""):
+    if ws and not counts_agents(ev.traceback):
         _keep(declared, "world_size", ws)
 
 
