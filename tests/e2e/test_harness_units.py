@@ -169,7 +169,10 @@ def test_a_victim_of_a_lost_peer_exits_after_the_faulty_rank(tmp_path: Path) -> 
     out = run.stdout + run.stderr
     assert run.returncode == 1, out[-3000:]
     assert "shardio: FATAL: corrupt record header" in out
-    assert re.search(r"\[rank0\]: RuntimeError: .*(?:closed|reset) by peer", out), out[-3000:]
+    # the victim's own error is printed only if it reached its next collective before
+    # torchrun's poll (a race: CI once saw SIGTERM first); when printed, it names the lost peer
+    victim = re.findall(r"\[rank0\]: RuntimeError: .*", out)
+    assert all(re.search(r"(?:closed|reset) by peer", line) for line in victim), victim
     assert re.search(r"failed \(exitcode: 1\) local_rank: 1 \(pid: \d+\)", out), out[-3000:]
     # the victim was still there when torchrun tore the group down
     assert re.search(
