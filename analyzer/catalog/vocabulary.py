@@ -110,12 +110,16 @@ TAGS: dict[str, str] = {
     "UCX): under srun, each task of such a job is one MPI rank (no launcher inside srun)",
     "port-in-use": "a store or socket could not bind its port (EADDRINUSE): with several srun "
     "tasks on one host, the launch advisories read it as several launchers per node",
+    "reasonless-cancel": "a cancellation banner that gives no reason: below an srun task's "
+    "own exit in the same file it is srun's teardown, not a person's scancel",
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
 
 DECISION_TAGS: dict[str, str] = {
     "survived": "a root after which its writer kept training (a later iteration line or "
     "finished checkpoint save): not the cause, listed as a note (`decide/promote.py`)",
+    "srun-teardown": "a reasonless cancellation banner below an srun task's own exit: srun's "
+    "teardown of the step, never the verdict by itself (`decide/promote.py`)",
 }
 """Tags the decision sets on events, never a pattern (the catalog refuses them)."""
 

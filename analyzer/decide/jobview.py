@@ -30,6 +30,10 @@ class JobView:
     """Root events that are not a SLURM end."""
     ends: tuple[Event, ...]
     """SLURM ends (time limit, preemption, node failure, cancellation) logged as roots."""
+    stated_ends: tuple[Event, ...]
+    """The ends that stand on their own: not srun's teardown of a step after one of its tasks
+    exited (tag ``srun-teardown``, ``analyzer.decide.promote.srun_teardown``), which is never
+    the verdict or an alternative by itself."""
     symptoms: tuple[Event, ...]
     universe: frozenset[int]
     """Every rank of the job: ``range(world_size)`` when it is known, else the ranks seen."""
@@ -45,6 +49,7 @@ class JobView:
         """The view of ``rows`` (never changed) for one decision."""
         promoted = tuple(promote(rows))
         active = tuple(r for r in promoted if r.role != CONTEXT)
+        ends = tuple(r for r in active if r.category in SLURM_END_CATEGORIES and r.role == ROOT)
         return cls(
             rows=promoted,
             facts=facts,
@@ -53,9 +58,8 @@ class JobView:
             roots=tuple(
                 r for r in active if r.role == ROOT and r.category not in SLURM_END_CATEGORIES
             ),
-            ends=tuple(
-                r for r in active if r.category in SLURM_END_CATEGORIES and r.role == ROOT
-            ),
+            ends=ends,
+            stated_ends=tuple(r for r in ends if not r.tagged("srun-teardown")),
             symptoms=tuple(r for r in active if r.role == SYMPTOM),
             universe=frozenset(geo.ranks(promoted)),
             dumps=dumps,

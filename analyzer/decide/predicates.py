@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzer.catalog.vocabulary import Category
 from analyzer.model.event import Event
 
 KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
@@ -91,3 +92,15 @@ def launcher_singled_out(rows: Iterable[Event], rank: int) -> bool:
     stopped = any(killed_by_launcher(r) for r in seen)
     own = {r.rank for r in seen if r.tagged("death") and died_on_its_own(r)}
     return stopped and own == {rank}
+
+
+SIGNAL_CATEGORY: dict[int, str] = {
+    -6: Category.NATIVE_CRASH,
+    -11: Category.NATIVE_CRASH,
+    -7: Category.NATIVE_CRASH,
+    -4: Category.NATIVE_CRASH,
+    -8: Category.NATIVE_CRASH,
+    -9: Category.HOST_OOM,
+}
+"""What a worker's death by a signal (a negative exit code) says when no line says more:
+SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE a native crash; SIGKILL the OOM killer."""

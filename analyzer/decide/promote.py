@@ -15,7 +15,7 @@ import regex
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
-from analyzer.decide.predicates import carried_on
+from analyzer.decide.predicates import carried_on, exit_code_stopped
 from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 
 
@@ -163,6 +163,47 @@ def node_failed(rows: Sequence[Event]) -> list[Event]:
     ]
 
 
+def srun_teardown(rows: Sequence[Event]) -> list[Event]:
+    """A cancellation banner that gives no reason (``*** STEP 123.0 ON node CANCELLED AT …
+    ***``, tag ``reasonless-cancel``) below an srun task's exit of its own in the same file
+    (an exit code, a fatal signal, a kill: not ``Terminated``) is srun tearing the step down
+    after that task failed, not a person's ``scancel``: it stays the job's end (the failures above
+    it still explain it) but is tagged ``srun-teardown``, so it is never the verdict by itself;
+    the tasks srun then kills (``task 3: Killed`` below it) become context, and the task's exit
+    decides when nothing says more. srun prints the same three lines whatever the
+    program: ``task N: Exited with exit code 1`` / ``_step_signal: Terminating StepId=…`` /
+    the banner, as in facebookresearch/deit under submitit (task 5), a Megatron-LM job on
+    Alps (task 1), a plain PyTorch DDP job on Perlmutter (task 7) and a two-node NCCL job
+    (task 1) in the wild corpus; a user's scancel prints the banner first and the task exits
+    after it."""
+    exits: dict[str, int] = {}
+    for r in rows:
+        if r.tagged("task-exit") and _own_exit(r):
+            exits.setdefault(r.file, r.line)
+    if not exits:
+        return list(rows)
+    out = list(rows)
+    banner: dict[str, int] = {}
+    for i, r in enumerate(rows):  # rows are in file and line order
+        if r.role == ROOT and r.tagged("reasonless-cancel") and exits.get(r.file, r.line) < r.line:
+            banner.setdefault(r.file, r.line)
+            out[i] = replace(
+                r,
+                tags=r.tags | {"srun-teardown"},
+                title=wording.SRUN_TEARDOWN_TITLE,
+                cause=wording.srun_teardown_cause(r.file, exits[r.file]),
+            )
+        elif r.file in banner and r.tagged("task-exit") and r.category == Category.HOST_OOM:
+            # "task 3: Killed" below the banner: srun's SIGKILL of the step, not the OOM killer
+            out[i] = replace(r, role=CONTEXT, cause=wording.SRUN_TEARDOWN_KILL)
+    return out
+
+
+def _own_exit(r: Event) -> bool:
+    """An srun task exit that is the task's own end, not srun's or SLURM's stop of it."""
+    return r.category != Category.SLURM_CANCELLED and not exit_code_stopped(r)
+
+
 @dataclass(frozen=True)
 class Promotion:
     """One promotion rule."""
@@ -182,6 +223,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("survived", survived),
     Promotion("wrapped", wrapped),
     Promotion("node-failed", node_failed),
+    Promotion("srun-teardown", srun_teardown),
 )
 """The promotions, in the order they apply."""
 

@@ -71,21 +71,33 @@ def srun_task(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
     launcher (no processes-per-node count above one): srun then ran one process per task, so the
     task id is the rank, but that is read from srun's record alone (``possible``). Seen with
     Megatron-DeepSpeed on Perlmutter (task 2 OOM-killed), a pyxis container import (task 0) and
-    a plain PyTorch srun job (task 0) in the wild corpus."""
+    a plain PyTorch srun job (task 0) in the wild corpus. A verdict made from srun's record of
+    one task's exit (no line says why) takes that task the same way (facebookresearch/deit under
+    submitit: ``task 5: Exited with exit code 1``, the step then torn down)."""
     e = p.event
     if e is None or d.rank is not None or d.rule not in (None, RankId.VICTIM):
         return None
-    if e.category not in _TASK_DEATHS or (job.geo.nproc_per_node or 1) > 1:
+    if (job.geo.nproc_per_node or 1) > 1:
         return None
-    named = {
-        r.role_of("task")
-        for r in job.rows
-        if r.category == e.category and (r.role_of("task") or "").isdecimal()
-    }
+    named = _named_tasks(job, e)
     if len(named) != 1:
         return None
     task = int(named.pop() or 0)
     return replace(d.why(RankId.SRUN_TASK, task=task), rank=task)
+
+
+def _named_tasks(job: JobView, e: Event) -> set[str | None]:
+    """The tasks srun names dead of ``e``'s cause, or ``e``'s own task when the verdict is
+    srun's record itself (no line says why)."""
+    if e.tagged("task-exit"):
+        return {e.role_of("task")} if (e.role_of("task") or "").isdecimal() else set()
+    if e.category not in _TASK_DEATHS:
+        return set()
+    return {
+        r.role_of("task")
+        for r in job.rows
+        if r.category == e.category and (r.role_of("task") or "").isdecimal()
+    }
 
 
 def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
@@ -173,7 +185,7 @@ SRUN_TASK = RankRule(
         "the task id taken as the rank",
         Certainty.POSSIBLE,
     ),
-    frozenset({VerdictId.ROOT, VerdictId.DEAD_WORKER}),
+    frozenset({VerdictId.ROOT, VerdictId.DEAD_WORKER, VerdictId.UNKNOWN}),
     srun_task,
 )
 SRUN_EXIT = RankRule(

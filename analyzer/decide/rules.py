@@ -22,7 +22,7 @@ from analyzer.decide.hangs import find_culprit
 from analyzer.decide.ids import VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
-from analyzer.decide.predicates import exit_code, exit_code_stopped, went_on
+from analyzer.decide.predicates import SIGNAL_CATEGORY, exit_code, exit_code_stopped, went_on
 from analyzer.decide.proposal import Proposal, VerdictRule
 from analyzer.model.event import CONTEXT, Event
 
@@ -69,8 +69,8 @@ def _root_alternatives(job: JobView, chosen: Event) -> tuple[Proposal, ...]:
         if (r.category, r.pattern_id) not in seen and len(out) < ALTERNATIVES:
             seen.add((r.category, r.pattern_id))
             out.append(Proposal(VerdictId.ALTERNATIVE, r, CONFIDENCE[VerdictId.ALTERNATIVE]))
-    if job.ends:
-        end = min(job.ends, key=key)
+    if job.stated_ends:
+        end = min(job.stated_ends, key=key)
         out.append(Proposal(VerdictId.ALTERNATIVE, end, CONFIDENCE[ALTERNATIVE_SLURM_END]))
     return tuple(out)
 
@@ -92,7 +92,7 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
         before = [r for r in before if strength(r.category) > strength(end.category)]
     if not before:
         return None
-    alternatives = (Proposal(VerdictId.SLURM_END, end, CONFIDENCE[VerdictId.SLURM_END]),)
+    alternatives = _as_alternative(job, end)
     cats = Counter(r.category for r in before)
     if Category.COLLECTIVE_TIMEOUT in cats:
         hung = _hang(job, [r for r in before if r.category == Category.COLLECTIVE_TIMEOUT])
@@ -108,6 +108,12 @@ def end_after_symptoms(job: JobView) -> Proposal | None:
     )
 
 
+def _as_alternative(job: JobView, end: Event) -> tuple[Proposal, ...]:
+    """The end beside the verdict it confirmed; not srun's own teardown (no cancellation)."""
+    ok = end in job.stated_ends
+    return (Proposal(VerdictId.SLURM_END, end, CONFIDENCE[VerdictId.SLURM_END]),) if ok else ()
+
+
 def _before(r: Event, end: Event, t_end: datetime | None) -> bool:
     """Whether symptom ``r`` came before SLURM's dated ``end`` (an undated end: every
     symptom): by their times, or, for a symptom undated or within the clock-skew tolerance
@@ -120,10 +126,12 @@ def _before(r: Event, end: Event, t_end: datetime | None) -> bool:
 
 
 def slurm_end(job: JobView) -> Proposal | None:
-    """SLURM ended the job and nothing failed before it: the end is the verdict."""
-    if not job.ends:
+    """SLURM ended the job and nothing failed before it: the end is the verdict (srun's own
+    teardown after a task's exit is not: ``JobView.stated_ends``)."""
+    if not job.stated_ends:
         return None
-    return Proposal(VerdictId.SLURM_END, min(job.ends, key=key), CONFIDENCE[VerdictId.SLURM_END])
+    end = min(job.stated_ends, key=key)
+    return Proposal(VerdictId.SLURM_END, end, CONFIDENCE[VerdictId.SLURM_END])
 
 
 def death_record(job: JobView) -> Proposal | None:
@@ -243,18 +251,6 @@ def dead_worker(job: JobView) -> Proposal | None:
         category=category,
         same=same,
     )
-
-
-SIGNAL_CATEGORY: dict[int, str] = {
-    -6: Category.NATIVE_CRASH,
-    -11: Category.NATIVE_CRASH,
-    -7: Category.NATIVE_CRASH,
-    -4: Category.NATIVE_CRASH,
-    -8: Category.NATIVE_CRASH,
-    -9: Category.HOST_OOM,
-}
-"""What a worker's death by a signal (a negative exit code) says when no line says more:
-SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE a native crash; SIGKILL the OOM killer."""
 
 
 def stalled_start(job: JobView) -> Proposal | None:

@@ -109,6 +109,19 @@ def stalled_start_cause(claimed: int, world: int, file: str, line: int) -> str:
     )
 
 
+def srun_teardown_cause(file: str, exit_line: int) -> str:
+    """The cause of a cancellation banner srun printed tearing a step down
+    (``promote.srun_teardown``)."""
+    return (
+        f"srun cancelled the step after a task exited on its own ({file}:{exit_line}): "
+        "its teardown, not a person's scancel"
+    )
+
+
+SRUN_TEARDOWN_TITLE = "srun cancelled the step after a task failed"
+SRUN_TEARDOWN_KILL = "killed by srun tearing the step down after another task failed: a victim"
+
+
 def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     """The note of an error its rank survived (``promote.survived``)."""
     return (

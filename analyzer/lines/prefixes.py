@@ -36,12 +36,13 @@ from analyzer.lines.launchers import launchers
 from analyzer.lines.timestamps import Stamp, parse_glog, parse_iso
 
 _COLLECTOR = regex.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(?:Z|[+-]\d\d:?\d\d) (?=.)"
+    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?)(?:Z|[+-]\d\d:?\d\d):? (?=.)"
 )
-"""An RFC 3339 time with its zone and one space, in front of every line a log collector
-re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw logs
-(``2024-05-01T12:34:56.789012345Z ``). Outermost after a quote; it dates the line when the
-program's own prefixes do not."""
+"""An RFC 3339 time with its zone and one space (or a colon and a space), in front of every line
+a log collector re-emits: ``kubectl logs --timestamps``, ``docker logs -t``, GitHub Actions' raw
+logs (``2024-05-01T12:34:56.789012345Z ``), a cloud job's stored log
+(``2021-03-10T13:22:37.443Z: [1,0]<stderr>:``, facebookresearch/deit under mpirun in the wild
+corpus). Outermost after a quote; it dates the line when the program's own prefixes do not."""
 _RANK_AHEAD = (
     r"(?=\[(?:rank)?\d{1,6}\]: ?|\[[A-Za-z_][A-Za-z_-]*?\d{1,5}\]:|\ *\d{1,6}: "
     r"|\[[A-Za-z0-9][\w.-]*:\d{1,6}\]: |[A-Za-z0-9][\w.-]* \[std(?:err|out)\] )"
