@@ -180,7 +180,7 @@ def _files(job: Path) -> Path | list[Path]:
     "job",
     [  # every sample in the fast loop; every second wild case (all under -m "", as CI runs)
         *(j for j in JOBS if j.parent != WILD),
-        *fast_share([j for j in JOBS if j.parent == WILD], 3, lambda p: p.name),
+        *fast_share([j for j in JOBS if j.parent == WILD], 5, lambda p: p.name),
     ],
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )

@@ -65,3 +65,60 @@ def test_a_loss_scale_below_one_is_a_diverging_run() -> None:
     v = _diagnosis("tests/wild/i-unknown-fairseq-scaling-nmt-loss-scale-collapse").diagnosis
     assert v.verdict.category == "nan_loss"
     assert v.verdict.pattern_id == "training.loss_scale.below_one"
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        # After the first run of the third final batch (tests/wild/README-k.md), one test per
+        # rule; the verdict of the frozen rules is in the comment.
+        # The store lost by the other nodes' agents after a worker's SIGBUS (was rendezvous).
+        ("k-srun-torchrun-2node-rank1-sigbus-ulysses", ("native_crash", 1)),
+        # Hydra's override error on every rank; the agents then lose the store (was rendezvous,
+        # rank 36 certain).
+        ("k-srun-torchrun-nemo-16node-hydra-ambiguous-arg-all-ranks", ("config", None)),
+        # NCCL could not calloc 4 bytes: the GPU was full (was nccl_error).
+        ("k-deepspeed-pdsh-2node-8rank-rank0-nccl-cuda-calloc-init", ("cuda_oom", 0)),
+        # accelerate's version check, every rank alike (was python_exception, rank 0 likely).
+        ("k-srun-accelerate-fsdp-all-ranks-torch-too-old", ("import_error", None)),
+        # DALI cannot open the data file; not a cut checkpoint path (was checkpoint).
+        ("k-srun-mlperf-resnet-8task-dali-train-rec-missing-all-ranks", ("storage", None)),
+        # nccl-tests' remote error between two nodes, no process crashed (was none).
+        (
+            "k-srun-nccltests-2node-8rank-alltoall-remote-process-exited-network-error",
+            ("network", None),
+        ),
+        # The only srun task that exited with a code, on the node of the error (was no rank).
+        ("k-srun-nccltests-512rank-task159-uncorrectable-ecc", ("hardware", 159)),
+        # An exception Python ignored at exit is not the failure (was storage).
+        ("k-srun-torchrun-2node-rank0-valueerror-empty-summary-ulysses", ("python_exception", 0)),
+        # Eight copies of one error and eight workers (one dead, seven SIGTERMed by pid): no
+        # rank (was rank 4 certain).
+        ("k-torchrun-maskrcnn-8gpu-all-ranks-missing-preprocessed-coco-file", ("storage", None)),
+        # Megatron's "[after training is done]": the UCX errors before it were survived (was
+        # storage).
+        ("k-torchrun-megatron-8gpu-ucx-inotify-enospc-survived", ("none", None)),
+    ],
+)
+def test_rules_after_the_third_batch(case: str, expected: tuple[str, int | None]) -> None:
+    v = _diagnosis(f"tests/wild/{case}").diagnosis.verdict
+    assert (v.category, v.rank) == expected
+
+
+def test_two_tasks_exiting_alike_name_no_task() -> None:
+    """Every rank of a podman nccl-tests job hit the same OFI error and two srun tasks exited
+    with the same code: the task on the error's node is not named (the rule that names task 159
+    above needs one task alone to exit on its own)."""
+    v = _diagnosis("tests/wild/k-srun-podman-nccl-tests-2node-ofi-cxil-map-register-mr-failed")
+    assert v.diagnosis.verdict.rank is None
+
+
+def test_a_needle_ending_a_message_is_no_near_miss() -> None:
+    """A message that ends with a pattern's needle holds nothing of what the pattern adds: it is
+    not a cut line of that pattern."""
+    from analyzer.catalog.load import load_catalog
+
+    cat = load_catalog([])
+    (p,) = [p for p in cat.patterns if p.id == "megatron.ckpt.missing_file"]
+    assert p.near("Could not open file /data/train.rec: No such file or directory") is None
+    assert p.near("FileNotFoundError: No such file or directory: '/ckpt/iter_00") is not None

@@ -23,7 +23,7 @@ from analyzer.read.records import RawEvent
 from tests.helpers import SAMPLES, WILD, builtin_catalog, fast_share
 
 JOBS = [*SAMPLES, *sorted(p for p in WILD.iterdir() if p.is_dir())]
-JOB_PARAMS = fast_share(JOBS, 3, lambda j: j.name)
+JOB_PARAMS = fast_share(JOBS, 5, lambda j: j.name)
 """``JOBS`` for ``parametrize`` (ids: the job's name; every second job in the fast loop, all
 under ``-m ""``); ``read_both`` reads each as shipped once per test process, and
 ``tests/conftest.py`` runs one job's tests in one worker."""

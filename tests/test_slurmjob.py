@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -114,7 +113,9 @@ def test_job_ids_join_the_multi_job_run(fake_slurm: dict[str, str], tmp_path: Pa
     """A job id is a job of its own, like a directory: one JSON line each, in the order given;
     a job id SLURM does not know costs only its own line (exit 3 wins)."""
     sample = ROOT / "sample_logs/real/exception-cascade"
-    r = run(fake_slurm, str(sample), "77", "78", "-f", "json")
+    tmp = tmp_path / "tmp"  # this run's own temporary directory: parallel tests use the shared one
+    tmp.mkdir()
+    r = run({**fake_slurm, "TMPDIR": str(tmp)}, str(sample), "77", "78", "-f", "json")
     assert r.returncode == 3, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert [x["job"] for x in lines] == [str(sample), "77", "78"]
@@ -126,7 +127,7 @@ def test_job_ids_join_the_multi_job_run(fake_slurm: dict[str, str], tmp_path: Pa
     assert lines[2]["status"] == "unknown" and "job 78 is unknown to SLURM" in lines[2]["error"]
     assert "job 78 is unknown to SLURM" in r.stderr
     # the temporary copy of the batch script is gone once the run ends
-    assert not list(Path(tempfile.gettempdir()).glob("mcore-diagnose-script-*/slurm-77.sh"))
+    assert not list(tmp.glob("mcore-diagnose-script-*/slurm-77.sh"))
     r = run(fake_slurm, "77", "-q")
     assert r.returncode == 0 and r.stdout.startswith("storage"), r.stdout
 

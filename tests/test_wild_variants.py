@@ -87,20 +87,34 @@ KNOWN_GAPS = {
     "time reorders undated roots",
     "j-mpspawn-zoedepth-process0-wandb-api-key-not-configured": "srun labels on every line turn "
     "mp.spawn's exception into an unknown failure",
+    # A stored log's "<time>Z: " before Open MPI's tag is peeled outermost, under srun's label
+    # and under a second collector's time, not under a syslog time (moreutils ts, journald).
+    "j-mpirun-deit-rank0-dataloader-corrupt-jpeg-oserror": "a syslog time hides the stored "
+    "log's time and rank tag",
+    # Found by issue 40's third batch (tests/wild/README-k.md), open. The first two differ at
+    # the rules frozen for the batch (91d44ab) too.
+    "k-srun-megatron-56rank-ckpt-scheduler-assert-all-ranks-task55-first": "a second srun label "
+    "under the variant's hides the ranks' prefixes",
+    "k-torchrun-swift-fsdp2-8gpu-all-ranks-sigkill-during-dataset-map": "collector time "
+    "reorders undated roots",
+    "k-srun-torchrun-2node-rank0-valueerror-empty-summary-ulysses": "a second srun label hides "
+    "[rank0]: under it, so rank 0's ValueError is no root",
+    "k-srun-nccltests-512rank-task159-uncorrectable-ecc": "journald's host on every line is not "
+    "the node of srun's task 159",
 }
 """Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
 until it leaves this list)."""
 
 
 def _params() -> list[object]:
-    """Every case; the known gaps as strict xfails; half the others in the fast loop only
+    """Every case; the known gaps as strict xfails; a fifth of the others in the fast loop only
     (``fast_share``: the whole corpus runs under ``-m ""``, as CI does)."""
     known = [
         pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_GAPS[c.name], strict=True))
         for c in CASES if c.name in KNOWN_GAPS
     ]
     rest = [c for c in CASES if c.name not in KNOWN_GAPS]
-    return known + fast_share(rest, 3, lambda p: p.name)
+    return known + fast_share(rest, 5, lambda p: p.name)
 
 
 @pytest.mark.parametrize("case", _params(), ids=lambda p: p.name)
@@ -122,7 +136,7 @@ ENCODINGS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
-@pytest.mark.parametrize("case", fast_share(CASES, 3, lambda p: p.name))
+@pytest.mark.parametrize("case", fast_share(CASES, 5, lambda p: p.name))
 def test_a_reencoded_log_gets_the_plain_logs_verdict(case: Path, tmp_path: Path) -> None:
     plain = _verdict(case)
     for name, encode in ENCODINGS.items():

@@ -198,7 +198,11 @@ class Pattern:
         if m is None or not m.partial:
             return None
         got = m.group()
-        held = [n for n in self.needles if n in got]
+        # past a needle, not merely up to its end: a message that ends with a needle ("…: No
+        # such file or directory", a C library's strerror closing a complete message) holds
+        # nothing of what the pattern adds to it (DALI's "Could not open file /data/train.rec:
+        # No such file or directory" is no cut checkpoint path)
+        held = [n for n in self.needles if 0 <= got.find(n) < len(got) - len(n)]
         if not held:
             return None
         # A needle that the pattern matches on its own, or what the line holds matching on its

@@ -112,6 +112,12 @@ TAGS: dict[str, str] = {
     "tasks on one host, the launch advisories read it as several launchers per node",
     "reasonless-cancel": "a cancellation banner that gives no reason: below an srun task's "
     "own exit in the same file it is srun's teardown, not a person's scancel",
+    "store-lost": "an agent lost the rendezvous store: after a worker's own death it is the "
+    "store's host agent exiting, not a rendezvous fault",
+    "exception-ignored": "CPython's 'Exception ignored in …' header: the traceback under it was "
+    "printed and ignored, the process went on",
+    "training-done": "the training loop finished (Megatron's '[after training is done]'): an "
+    "error above it was survived",
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
 

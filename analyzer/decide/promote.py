@@ -204,6 +204,66 @@ def _own_exit(r: Event) -> bool:
     return r.category != Category.SLURM_CANCELLED and not exit_code_stopped(r)
 
 
+def store_lost_after_death(rows: Sequence[Event]) -> list[Event]:
+    """An agent's lost rendezvous store (``RendezvousConnectionError: The connection to the
+    C10d store has failed``, tag ``store-lost``) after a worker died on its own (torchrun's
+    ``failed (exitcode: -7) local_rank: 1``, dated before it, or above it in the same file) is
+    the teardown: the node hosting the store exited when its worker failed, and the other
+    nodes' agents lost it. It becomes a symptom; the death decides. Seen in two-node and
+    sixteen-node torchrun jobs under srun (DeepSpeed Ulysses experiments: a SIGBUS; NeMo on
+    Perlmutter: a Hydra argument error) in the wild corpus."""
+    deaths = [r for r in rows if r.tagged("death") and _own_death(r)]
+    if not deaths:
+        return list(rows)
+    return [
+        replace(r, role=SYMPTOM)
+        if r.role == ROOT and r.tagged("store-lost") and any(_before(d, r) for d in deaths)
+        else r
+        for r in rows
+    ]
+
+
+def _own_death(r: Event) -> bool:
+    """A worker's death the launcher did not cause (an exit code or signal of its own)."""
+    code = r.role_of("exit_code")
+    return code is not None and code not in ("0",) and not exit_code_stopped(r)
+
+
+def _before(a: Event, b: Event) -> bool:
+    """``a`` came before ``b``: by their times when both are dated, else by line in one file."""
+    if a.time is not None and b.time is not None:
+        return a.time < b.time
+    return a.file == b.file and a.line < b.line
+
+
+_TRACEBACK_LINES = 200
+"""How far below its header an ignored exception's own line may be (its traceback between)."""
+
+
+def ignored_exception(rows: Sequence[Event]) -> list[Event]:
+    """The first root below CPython's ``Exception ignored in …`` header (tag
+    ``exception-ignored``) in the same file, from the same rank, within a traceback's length, is an
+    exception Python printed and ignored (a finalizer's, an atexit callback's): it becomes
+    context tagged ``survived``. Seen with DeepSpeed's CPU Adam finalizer after a failed build,
+    DeepSpeed's triton autotune cache written at exit (the run's own error came later) and
+    mp.spawn's exit function interrupted (wild corpus)."""
+    out = list(rows)
+    pending: dict[tuple[str, int | None], Event] = {}
+    for i, r in enumerate(rows):  # rows are in file and line order
+        who = (r.file, r.rank)
+        if r.tagged("exception-ignored"):
+            pending[who] = r
+        elif r.role == ROOT and who in pending and r.line - pending[who].line <= _TRACEBACK_LINES:
+            mark = pending.pop(who)
+            out[i] = replace(
+                r,
+                role=CONTEXT,
+                tags=r.tags | {"survived"},
+                cause=wording.ignored_note(r.title or r.category, r.file, r.line, mark.line),
+            )
+    return out
+
+
 @dataclass(frozen=True)
 class Promotion:
     """One promotion rule."""
@@ -221,9 +281,11 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
     Promotion("survived", survived),
+    Promotion("ignored-exception", ignored_exception),
     Promotion("wrapped", wrapped),
     Promotion("node-failed", node_failed),
     Promotion("srun-teardown", srun_teardown),
+    Promotion("store-lost-after-death", store_lost_after_death),
 )
 """The promotions, in the order they apply."""
 

@@ -9,7 +9,7 @@ from analyzer.catalog.vocabulary import Category
 from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
-from analyzer.decide.predicates import dead_not_stopped
+from analyzer.decide.predicates import dead_not_stopped, exit_code_stopped
 from analyzer.decide.rank_model import (
     FAILED,
     NEAR_LINES,
@@ -88,16 +88,31 @@ def srun_task(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
 
 def _named_tasks(job: JobView, e: Event) -> set[str | None]:
     """The tasks srun names dead of ``e``'s cause, or ``e``'s own task when the verdict is
-    srun's record itself (no line says why)."""
+    srun's record itself (no line says why), or, for another cause, the task that exited on
+    its own on the verdict line's node (nccl-tests on Alps: task 159's ECC error, the only
+    task to exit with a code while srun terminated the other 511)."""
     if e.tagged("task-exit"):
         return {e.role_of("task")} if (e.role_of("task") or "").isdecimal() else set()
     if e.category not in _TASK_DEATHS:
-        return set()
+        return _own_exit_on(job, e.node or e.host)
     return {
         r.role_of("task")
         for r in job.rows
         if r.category == e.category and (r.role_of("task") or "").isdecimal()
     }
+
+
+def _own_exit_on(job: JobView, host: str | None) -> set[str | None]:
+    """The task srun reports exiting on its own (an exit code, not srun's or SLURM's stop),
+    when it is the only one in the job, srun reports the other tasks stopped (``Terminated``)
+    and it ran on ``host``, the verdict line's node: the task that failed where the error was
+    printed. Two tasks or more that exited alike name none."""
+    own = [r for r in job.rows if _task_exit(r) and not exit_code_stopped(r)]
+    if host is None or len({r.role_of("task") for r in own}) != 1:
+        return set()
+    if not any(r.tagged("task-exit") and r.category == Category.SLURM_CANCELLED for r in job.rows):
+        return set()  # one task in view: nothing shows the others were stopped after it
+    return {r.role_of("task") for r in own if r.role_of("host") == host}
 
 
 def srun_exit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:

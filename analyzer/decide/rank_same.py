@@ -82,16 +82,21 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
 
 
 def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
-    """The launcher reports one rank dead and stopped the others (SIGTERM), and three copies
-    or more, all printed within the clock skew, are no more than those ranks: each copy is a
-    different process failing alike (torchrun kills the rest as soon as the first one exits,
-    so it reports only one death). Two copies may be one process printing its error twice
-    (the exception, then the handler that logs it): they keep the rank."""
+    """The launcher reports one rank dead and stopped the others (SIGTERM, by rank or by pid),
+    and three copies or more, all printed within the clock skew, are no more than those ranks:
+    each copy is a different process failing alike (torchrun kills the rest as soon as the
+    first one exits, so it reports only one death). Two copies may be one process printing its
+    error twice (the exception, then the handler that logs it): they keep the rank."""
     stopped = {r.rank for r in job.rows if r.rank is not None and killed_by_launcher(r)}
+    # torchrun names the workers it stops by pid only ("Sending process 143 closing signal
+    # SIGTERM"): each such pid is one more worker
+    signalled = {
+        r.role_of("pid") for r in job.rows if r.rank is None and killed_by_launcher(r)
+    } - {None}
     times = [r.time for r in copies if r.time is not None]
     if not dead or len(copies) < 3 or len(times) < len(copies):
         return False
-    if len(dead | stopped) < len(copies):
+    if len(dead | stopped) + len(signalled) < len(copies):
         return False
     return max(times) - min(times) <= SKEW
 

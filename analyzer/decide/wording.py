@@ -122,6 +122,14 @@ SRUN_TEARDOWN_TITLE = "srun cancelled the step after a task failed"
 SRUN_TEARDOWN_KILL = "killed by srun tearing the step down after another task failed: a victim"
 
 
+def ignored_note(what: str, file: str, line: int, header: int) -> str:
+    """The note of an exception Python printed and ignored (``promote.ignored_exception``)."""
+    return (
+        f"ignored error, not the cause: {what} at {file}:{line}, under Python's "
+        f"'Exception ignored in' at line {header}"
+    )
+
+
 def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     """The note of an error its rank survived (``promote.survived``)."""
     return (

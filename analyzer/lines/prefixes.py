@@ -321,6 +321,17 @@ def _stamped(
     return pos, host, collected, rank
 
 
+def _collectors(line: str, pos: int, collected: Stamp | None) -> tuple[int, Stamp | None]:
+    """Up to two log collectors' times at ``pos`` (kubectl's over a cloud job's stored log):
+    (where the rest starts, the innermost time, which is the line's)."""
+    for _ in range(2):
+        m = _COLLECTOR.match(line, pos)
+        if m is None:
+            break
+        collected, pos = parse_iso(m["ts"]) or collected, m.end()
+    return pos, collected
+
+
 def _outer(
     line: str, pos: int, host: str | None, collected: Stamp | None, rank: int | None
 ) -> tuple[int, int | None, str | None, Stamp | None, int | None]:
@@ -329,11 +340,8 @@ def _outer(
     rest starts, srun task, host, the collector's stamp, rank)."""
     c = line[pos : pos + 1]
     if c in _DIGITS or c >= "\x80":
-        m = _COLLECTOR.match(line, pos)
-        if m:
-            collected = parse_iso(m["ts"])
-            pos = m.end()
-            c = line[pos : pos + 1]
+        pos, collected = _collectors(line, pos, collected)
+        c = line[pos : pos + 1]
     if c in _SYSLOG_FIRST:
         m = _SYSLOG.match(line, pos)
         if m:
@@ -352,7 +360,8 @@ def _outer(
     if c in _SRUN_FIRST or c >= "\x80":
         m = _SRUN.match(line, pos)
         if m:  # a collector's time may follow srun's label (srun … | ts, a CI log of srun)
-            pos, host, collected, rank = _stamped(line, m.end(), host, collected, rank)
+            at, collected = _collectors(line, m.end(), collected)
+            pos, host, collected, rank = _stamped(line, at, host, collected, rank)
             return pos, int(m[1]), host, collected, rank
     if c in _PDSH_FIRST or c >= "\x80":
         m = _PDSH.match(line, pos)
