@@ -122,3 +122,12 @@ def test_a_needle_ending_a_message_is_no_near_miss() -> None:
     (p,) = [p for p in cat.patterns if p.id == "megatron.ckpt.missing_file"]
     assert p.near("Could not open file /data/train.rec: No such file or directory") is None
     assert p.near("FileNotFoundError: No such file or directory: '/ckpt/iter_00") is not None
+
+
+def test_an_ignored_exception_is_listed_as_a_note() -> None:
+    """The exception Python printed under "Exception ignored in" is no verdict, and the report
+    still says where it was and why it was set aside (DeepSpeed's CPU Adam finalizer)."""
+    d = _diagnosis("tests/wild/b-deepspeed-cpu-adam-so-missing").diagnosis
+    assert d.verdict.category == "import_error"
+    notes = [p for p in d.problems if p.startswith("ignored error, not the cause")]
+    assert len(notes) == 2 and "'Exception ignored in' at line 7" in notes[0]

@@ -70,6 +70,14 @@ def exit_code_stopped(e: Event) -> bool:
     return str(exit_code(e)) in KILLED_BY_LAUNCHER
 
 
+def own_task_exit(e: Event) -> bool:
+    """srun's record of a task that ended on its own (tag ``task-exit``: an exit code, a fatal
+    signal, a kill), not one srun or SLURM stopped (``Terminated``, a SIGTERM/SIGINT code)."""
+    return e.tagged("task-exit") and e.category != Category.SLURM_CANCELLED and not (
+        exit_code_stopped(e)
+    )
+
+
 def carried_on(e: Event) -> bool:
     """The line shows its writer still training (an iteration line, a finished save)."""
     return not CARRIED_ON.isdisjoint(e.tags)

@@ -15,7 +15,7 @@ import regex
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
-from analyzer.decide.predicates import carried_on, exit_code_stopped
+from analyzer.decide.predicates import carried_on, exit_code, exit_code_stopped, own_task_exit
 from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 
 
@@ -178,7 +178,7 @@ def srun_teardown(rows: Sequence[Event]) -> list[Event]:
     after it."""
     exits: dict[str, int] = {}
     for r in rows:
-        if r.tagged("task-exit") and _own_exit(r):
+        if own_task_exit(r):
             exits.setdefault(r.file, r.line)
     if not exits:
         return list(rows)
@@ -199,11 +199,6 @@ def srun_teardown(rows: Sequence[Event]) -> list[Event]:
     return out
 
 
-def _own_exit(r: Event) -> bool:
-    """An srun task exit that is the task's own end, not srun's or SLURM's stop of it."""
-    return r.category != Category.SLURM_CANCELLED and not exit_code_stopped(r)
-
-
 def store_lost_after_death(rows: Sequence[Event]) -> list[Event]:
     """An agent's lost rendezvous store (``RendezvousConnectionError: The connection to the
     C10d store has failed``, tag ``store-lost``) after a worker died on its own (torchrun's
@@ -212,7 +207,7 @@ def store_lost_after_death(rows: Sequence[Event]) -> list[Event]:
     nodes' agents lost it. It becomes a symptom; the death decides. Seen in two-node and
     sixteen-node torchrun jobs under srun (DeepSpeed Ulysses experiments: a SIGBUS; NeMo on
     Perlmutter: a Hydra argument error) in the wild corpus."""
-    deaths = [r for r in rows if r.tagged("death") and _own_death(r)]
+    deaths = [r for r in rows if r.tagged("death") and exit_code(r) and not exit_code_stopped(r)]
     if not deaths:
         return list(rows)
     return [
@@ -221,12 +216,6 @@ def store_lost_after_death(rows: Sequence[Event]) -> list[Event]:
         else r
         for r in rows
     ]
-
-
-def _own_death(r: Event) -> bool:
-    """A worker's death the launcher did not cause (an exit code or signal of its own)."""
-    code = r.role_of("exit_code")
-    return code is not None and code not in ("0",) and not exit_code_stopped(r)
 
 
 def _before(a: Event, b: Event) -> bool:
@@ -291,8 +280,9 @@ PROMOTIONS: tuple[Promotion, ...] = (
 
 
 def survived_notes(rows: Sequence[Event]) -> list[str]:
-    """One note per error its writer survived (``survived``), in row order."""
-    return [r.cause for r in survived(rows) if r.tagged("survived")]
+    """One note per error its writer survived (``survived``) or Python ignored
+    (``ignored_exception``), in row order."""
+    return [r.cause for r in ignored_exception(survived(rows)) if r.tagged("survived")]
 
 
 def promote(rows: Sequence[Event]) -> list[Event]:

@@ -9,7 +9,7 @@ from analyzer.catalog.vocabulary import Category
 from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
-from analyzer.decide.predicates import dead_not_stopped, exit_code_stopped
+from analyzer.decide.predicates import dead_not_stopped, own_task_exit
 from analyzer.decide.rank_model import (
     FAILED,
     NEAR_LINES,
@@ -107,10 +107,10 @@ def _own_exit_on(job: JobView, host: str | None) -> set[str | None]:
     when it is the only one in the job, srun reports the other tasks stopped (``Terminated``)
     and it ran on ``host``, the verdict line's node: the task that failed where the error was
     printed. Two tasks or more that exited alike name none."""
-    own = [r for r in job.rows if _task_exit(r) and not exit_code_stopped(r)]
+    own = [r for r in job.rows if _task_exit(r) and own_task_exit(r)]
     if host is None or len({r.role_of("task") for r in own}) != 1:
         return set()
-    if not any(r.tagged("task-exit") and r.category == Category.SLURM_CANCELLED for r in job.rows):
+    if not any(r.tagged("task-exit") and not own_task_exit(r) for r in job.rows):
         return set()  # one task in view: nothing shows the others were stopped after it
     return {r.role_of("task") for r in own if r.role_of("host") == host}
 
