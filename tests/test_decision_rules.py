@@ -577,6 +577,23 @@ def test_paste_cut_a_headless_traceback_names_none() -> None:
     assert ranked(ev(rank=2, traceback=tb), world=1).rank == 2
 
 
+def test_earlier_traceback_another_ranks_cut_traceback_above_leaves_it_possible() -> None:
+    """Rank 0's traceback begins above rank 1's error and ends before its own error line: rank
+    1 is only possible. Below the error, or dated after it, it orders nothing."""
+    head = "Traceback (most recent call last):"
+    tb = head + '\n  File "train.py", line 3, in <module>'
+    frag = replace(ev("python_exception", "symptom", rank=0, line=1, seconds=None,
+                      traceback=tb), message=head)
+    err = ev("cuda_error", rank=1, line=4, seconds=5)
+    d = ranked(frag, err)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (1, "earlier-traceback",
+                                                                    "possible")
+    assert ranked(replace(frag, line=6), err).rule is None
+    assert ranked(replace(frag, time=err.time + timedelta(seconds=9)), err).rule is None
+    read = replace(frag, message="ValueError: x")  # its error line was read: a root of its own
+    assert ranked(read, err).rule != "earlier-traceback"
+
+
 def test_still_working_names_the_rank_absent_while_a_bar_counts_on() -> None:
     """Ranks 1-3 time out while a progress bar in the same log counts on: rank 0, the only
     rank of 0..3 not among them, was still working (likely)."""

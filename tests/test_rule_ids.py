@@ -30,6 +30,7 @@ OTHER_VOCABULARY: frozenset[tuple[str, str]] = frozenset(
         ("analyzer/decide/reason.py", "unknown"),  # a diagnosis status
         ("analyzer/decide/unknown.py", "unknown"),  # the category
         ("analyzer/decide/unknown.py", "death-record"),  # the tag (DEATH_TAG)
+        ("analyzer/decide/promote_end.py", "death-record"),  # the tag, among a death's tags
         ("analyzer/decide/launchlogs.py", "unknown"),  # the category an advisory explains
         ("analyzer/decide/flightrec.py", "none"),  # English: no ranks
     }

@@ -118,6 +118,9 @@ TAGS: dict[str, str] = {
     "printed and ignored, the process went on",
     "training-done": "the training loop finished (Megatron's '[after training is done]'): an "
     "error above it was survived",
+    "group-succeeded": "the launcher's agent says its worker group finished successfully "
+    "(torch elastic's 'worker group successfully finished'): an error above it was survived, "
+    "after a restart if the group was restarted",
 }
 """Pattern tags: the meaning that code acts on, declared in the catalog (never in pattern ids)."""
 

@@ -16,14 +16,16 @@ OWN_LINE = Certainty.CERTAIN
 def certainty(
     rank: int | None, rule: str | None, assumed: bool, facts: Mapping[str, Any] | None = None
 ) -> str:
-    """``certain``, ``likely``, ``assumed`` (a local rank taken as global on what looks like
-    one node) or ``unknown`` (no rank named). A hang's culprit is ``likely`` from the logs
-    alone and ``certain`` when the Flight Recorder dumps show it (``facts["hang_rule"]``)."""
+    """``certain``, ``likely``, ``possible``, ``assumed`` (a local rank taken as global on what
+    looks like one node; a ``possible`` rank stays ``possible``) or ``unknown`` (no rank
+    named). A hang's culprit is ``likely`` from the logs alone and ``certain`` when the Flight
+    Recorder dumps show it (``facts["hang_rule"]``)."""
     if rank is None:
         return Certainty.UNKNOWN.value
-    if assumed:
-        return Certainty.ASSUMED.value
     if rule is None:
-        return OWN_LINE.value
+        return (Certainty.ASSUMED if assumed else OWN_LINE).value
     outcome = OUTCOMES.get(rule)
-    return (outcome.sureness(facts or {}) if outcome else Certainty.LIKELY).value
+    sure = outcome.sureness(facts or {}) if outcome else Certainty.LIKELY
+    # The weaker of the two grounds: a rank only *possible* from its evidence stays possible
+    # when its number is also a local rank taken as global.
+    return (Certainty.ASSUMED if assumed and sure is not Certainty.POSSIBLE else sure).value

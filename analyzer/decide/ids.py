@@ -54,6 +54,7 @@ class RankId(StrEnum):
     ANOTHER_DIED = "another-died"
     DIED_TOGETHER = "died-together"
     PASTE_CUT = "paste-cut"
+    EARLIER_TRACEBACK = "earlier-traceback"
     NOT_JOINED = "not-joined"
     ONLY_RANK = "only-rank"
     INFERRED = "inferred"

@@ -15,9 +15,9 @@ from analyzer.model.event import Event
 KILLED_BY_LAUNCHER = frozenset({"-15", "15", "SIGTERM", "-2", "SIGINT"})
 """Exit codes and signals of workers the launcher stopped itself: never the one that failed."""
 
-CARRIED_ON = frozenset(["progress", "checkpoint-save-end", "training-done"])
+CARRIED_ON = frozenset(["progress", "checkpoint-save-end", "training-done", "group-succeeded"])
 """Tags of the lines that show a rank still training: an iteration line, a finished save, the
-end of the training loop."""
+end of the training loop, the launcher's agent reporting its workers finished."""
 
 WENT_ON = frozenset([*CARRIED_ON, "checkpoint-save-begin"])
 """Tags of lines that show a job past its start-up: an iteration line, a checkpoint save

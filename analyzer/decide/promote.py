@@ -16,6 +16,7 @@ import regex
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on, exit_code, exit_code_stopped, own_task_exit
+from analyzer.decide.promote_end import finished_then_exited, restarted_and_finished
 from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 
 
@@ -269,7 +270,9 @@ class Promotion:
 PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
+    Promotion("restarted-and-finished", restarted_and_finished),
     Promotion("survived", survived),
+    Promotion("finished-then-exited", finished_then_exited),
     Promotion("ignored-exception", ignored_exception),
     Promotion("wrapped", wrapped),
     Promotion("node-failed", node_failed),
@@ -280,9 +283,11 @@ PROMOTIONS: tuple[Promotion, ...] = (
 
 
 def survived_notes(rows: Sequence[Event]) -> list[str]:
-    """One note per error its writer survived (``survived``) or Python ignored
-    (``ignored_exception``), in row order."""
-    return [r.cause for r in ignored_exception(survived(rows)) if r.tagged("survived")]
+    """One note per error its writer survived (``survived``), an attempt the launcher
+    restarted from (``restarted_and_finished``), a crash at exit after training finished
+    (``finished_then_exited``) or Python ignored (``ignored_exception``), in row order."""
+    out = finished_then_exited(ignored_exception(survived(restarted_and_finished(rows))))
+    return [r.cause for r in out if r.tagged("survived")]
 
 
 def promote(rows: Sequence[Event]) -> list[Event]:

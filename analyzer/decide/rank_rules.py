@@ -44,10 +44,14 @@ def headless(chosen: Event) -> bool:
     paste that begins inside it). What came before was cut off, so the log cannot show that
     this rank failed first."""
     tb = chosen.traceback
-    return tb is not None and not tb.lstrip().startswith(_HEADS)
+    return tb is not None and not tb.lstrip().startswith(HEADS)
 
 
-_HEADS = ("Traceback (most recent call last)", "Original Traceback (most recent call last)")
+HEADS = (
+    "Traceback (most recent call last)",
+    "Original Traceback (most recent call last)",
+)
+"""How a traceback's first line begins."""
 
 
 _BAR = regex.compile(r"(?<![\d.])(\d{1,3})%(?:\|[^|\n]{0,80}\|)?\s*(\d+)/(\d+) \[\d+:\d+")

@@ -27,7 +27,7 @@ from analyzer.decide.rank_model import (
     one,
     unnamed,
 )
-from analyzer.decide.rank_rules import headless, uniform_by_detail
+from analyzer.decide.rank_rules import HEADS, headless, uniform_by_detail
 from analyzer.decide.rules import Proposal
 from analyzer.model.event import CONTEXT, Event
 
@@ -193,6 +193,28 @@ def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None
     return d.why(RankId.PASTE_CUT, rank=d.rank)
 
 
+def earlier_traceback(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """Another rank's traceback begins above the named rank's error in the same log, and its
+    own error line is not in view (a paste cut inside it): that rank failed too, perhaps
+    first, so the named rank is only *possible*. A traceback dated after the error, or one in
+    another file, orders nothing. Shapes: torchtune's ``[rank0]: Traceback`` cut above rank 1's
+    watchdog CUDA error (part K); an issue paste that keeps one rank's frames and another's
+    error. The class is one of evidence, not of a project: any merged stream where a rank's
+    failure is shown without its error line."""
+    e = p.event
+    if e is None or d.rank is None or e.rank != d.rank:
+        return None
+    for r in job.rows:
+        if r.file != e.file or r.line >= e.line or r.rank is None or r.rank == d.rank:
+            continue
+        if r.traceback is None or not r.message.startswith(HEADS):
+            continue  # not a traceback, or one whose error line was read
+        if r.time is not None and e.time is not None and r.time > e.time:
+            continue
+        return d.why(RankId.EARLIER_TRACEBACK, rank=d.rank, other=r.rank)
+    return None
+
+
 SAME_WAY_FIRST = RankRule(
     one(
         RankId.SAME_WAY_FIRST,
@@ -256,6 +278,16 @@ PASTE_CUT = RankRule(
     ROOTS,
     paste_cut,
 )
+EARLIER_TRACEBACK = RankRule(
+    one(
+        RankId.EARLIER_TRACEBACK,
+        "rank {other}'s traceback begins above rank {rank}'s error and its own error line is not "
+        "in view: rank {other} failed too, perhaps first",
+        Certainty.POSSIBLE,
+    ),
+    ROOTS,
+    earlier_traceback,
+)
 
 RULES: tuple[RankRule, ...] = (
     SAME_WAY_FIRST,
@@ -265,5 +297,6 @@ RULES: tuple[RankRule, ...] = (
     UNIFORM,
     ANOTHER_DIED,
     PASTE_CUT,
+    EARLIER_TRACEBACK,
 )
 """This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""

@@ -159,7 +159,7 @@ def diagnose_rows(
     per_attempt = _per_attempt(rows, facts, geo, dumps)
     v, alts, status = decide(rows, facts, geo, whole_job=True, dumps=dumps)
     shared: int | None = None
-    if per_attempt:
+    if per_attempt and status == "failed":  # a job that restarted and finished is ok
         v, alts, shared = _first_attempt(v, alts, per_attempt)
     if status == "failed" and candidates:
         inferred, _ranked = infer(v, rows, candidates, geo.world, baseline)

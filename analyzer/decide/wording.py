@@ -138,6 +138,23 @@ def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     )
 
 
+def restarted_note(what: str, file: str, line: int, attempt: int, ok: int) -> str:
+    """The note of a failure the launcher restarted from (``promote.restarted_and_finished``)."""
+    return (
+        f"survived error, not the cause: {what} at {file}:{line} (attempt {attempt}); the "
+        f"launcher restarted the workers and attempt {ok} finished successfully"
+    )
+
+
+def at_exit_note(what: str, file: str, line: int, done: int) -> str:
+    """The note of a crash as the processes exited after training finished
+    (``promote.finished_then_exited``)."""
+    return (
+        f"at exit, not the cause: {what} at {file}:{line}, after training finished "
+        f"({file}:{done})"
+    )
+
+
 def _signal(code: str | None) -> str | None:
     """The signal a negative exit code stands for (``-6`` → ``SIGABRT``), or None."""
     if not code or not code.startswith("-") or not code[1:].isdecimal():

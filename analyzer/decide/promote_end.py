@@ -1,0 +1,90 @@
+"""Promotions by how a job ended: a worker group the launcher restarted and that then
+finished, and a crash as the processes exit after training finished. Both turn failures the
+job got past into context (listed as notes), so the verdict rests on what ended the job."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
+from analyzer.decide import wording
+from analyzer.decide.predicates import KILLED_BY_LAUNCHER, exit_code
+from analyzer.model.event import CONTEXT, EMPTY, ROOT, SYMPTOM, Event
+
+
+def restarted_and_finished(rows: Sequence[Event]) -> list[Event]:
+    """The launcher restarted the worker group and an agent then reports it finished
+    successfully (a ``group-succeeded`` line of attempt N >= 1): every failure of the attempts
+    before N was survived, whoever raised it. Its roots, cut tracebacks and death records become
+    context tagged ``survived`` (listed as notes); its other symptoms (the SIGTERMs the agent
+    sent) become context. torch elastic, NVIDIA's ft_launcher and DLRover restart this way."""
+    done = [r.attempt for r in rows if r.attempt and r.tagged("group-succeeded")]
+    if not done:
+        return list(rows)
+    first_ok = min(done)
+    return [_before_restart(r, first_ok) for r in rows]
+
+
+_OF_A_DEATH = frozenset({"death", "death-record", "childfailed-field", "task-exit"})
+"""Tags by which the decision reads a line as a worker's exit (with its ``exit_code`` role)."""
+
+
+def _before_restart(r: Event, first_ok: int) -> Event:
+    if r.attempt is None or r.attempt >= first_ok or r.category in SLURM_END_CATEGORIES:
+        return r  # the scheduler's end is the job's, not an attempt's
+    if r.role == CONTEXT and _OF_A_DEATH.isdisjoint(r.tags):
+        return r
+    # Its exit record no longer reads as one: the worker it records was restarted.
+    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+    if not (r.role == ROOT or r.traceback is not None or r.tagged("death")):
+        return quiet
+    return replace(
+        quiet,
+        tags=quiet.tags | {"survived"},
+        cause=wording.restarted_note(r.title or r.category, r.file, r.line, r.attempt, first_ok),
+    )
+
+
+_AT_EXIT = frozenset({Category.NATIVE_CRASH, Category.NCCL_ERROR})
+"""What a process that finished its work prints as it exits: an abort or segfault in a
+destructor, NCCL's warnings as communicators are torn down."""
+
+
+def finished_then_exited(rows: Sequence[Event]) -> list[Event]:
+    """Below a framework's statement that training finished (tag ``training-done``) in the same
+    file, an abort, a segfault or NCCL's errors as the processes exit (``_AT_EXIT``), a worker's
+    death by a crash signal, and the launcher's symptoms are the job's exit, not its failure:
+    they become context, the crashes listed as notes. Other roots below it (a full disk on the
+    final save, an exception after training) still fail the job. Seen: torchtitan's abort while
+    the process group is destroyed after `Training completed`; NCCL's proxy warnings after an
+    MLPerf `run_stop` with `"status": "success"` (tests/wild j-, k-)."""
+    done: dict[str, Event] = {}
+    for r in rows:
+        if r.tagged("training-done"):
+            done.setdefault(r.file, r)
+    if not done:
+        return list(rows)
+    return [_at_exit(r, done[r.file]) if r.file in done else r for r in rows]
+
+
+def _below(r: Event, done: Event) -> bool:
+    """``r`` is below the statement that training finished, and not dated before it."""
+    return r.line > done.line and not (r.time and done.time and r.time < done.time)
+
+
+def _at_exit(r: Event, done: Event) -> Event:
+    if not _below(r, done) or (r.role == CONTEXT and _OF_A_DEATH.isdisjoint(r.tags)):
+        return r
+    code = exit_code(r) or 0
+    stopping = r.role == SYMPTOM and r.role_of("signal") in KILLED_BY_LAUNCHER
+    if not (r.category in _AT_EXIT or (code < 0 and code != -9) or stopping):
+        return r  # not a crash at exit: an error code, a full disk on the final save, ...
+    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+    if stopping or (r.role == SYMPTOM and r.category == Category.NCCL_ERROR):
+        return quiet  # the launcher stopping the others, NCCL's warnings at exit: no note
+    return replace(
+        quiet,
+        tags=quiet.tags | {"survived"},
+        cause=wording.at_exit_note(r.title or r.category, r.file, r.line, done.line),
+    )

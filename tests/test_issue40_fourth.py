@@ -1,0 +1,136 @@
+"""Rules written for issue 40 before its fourth final batch, each for a class shown by real
+logs of different projects already in the corpus (the verdict before the rule is in the
+docstring). The logs are cut or left as they are, never written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.api import Analysis, analyze
+from analyzer.decide.certainty import certainty
+from analyzer.decide.ids import Certainty, RankId
+from tests.helpers import WILD
+
+
+def _analysis(case: str | Path) -> Analysis:
+    root = case if isinstance(case, Path) else WILD / case
+    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
+
+
+def _cut(case: str, tmp_path: Path, keep: slice | None = None, drop: int | None = None) -> Path:
+    """The case's log with only lines ``keep`` (a slice of 0-based lines) or without line
+    ``drop`` (1-based): a shorter copy of the real log, nothing added."""
+    lines = (WILD / case / "output.log").read_bytes().split(b"\n")
+    if keep is not None:
+        lines = lines[keep]
+    if drop is not None:
+        del lines[drop - 1]
+    job = tmp_path / case
+    job.mkdir()
+    (job / "output.log").write_bytes(b"\n".join(lines))
+    return job
+
+
+# ---- a rank that is only possible stays possible when its number is also assumed ----------
+
+
+def test_a_possible_rank_taken_from_a_local_rank_is_still_possible() -> None:
+    """The weaker ground decides: lm-evaluation-harness's start-up TypeError behind a cut paste
+    names local rank 0 from the agent's record (was ``assumed``, read as a wrong accusation)."""
+    assert certainty(0, RankId.PASTE_CUT, assumed=True) == Certainty.POSSIBLE
+    assert certainty(0, None, assumed=True) == Certainty.ASSUMED
+    assert certainty(3, RankId.OWN_TRACEBACK, assumed=True) == Certainty.ASSUMED
+    v = _analysis("k-accelerate-lmeval-hflm-abstract-method-typeerror-all-ranks").diagnosis.verdict
+    assert (v.rank, v.rank_certainty) == (0, "possible")
+
+
+# ---- another rank's traceback above the named rank's error ---------------------------------
+
+
+def test_a_traceback_of_another_rank_above_the_error_leaves_the_rank_possible() -> None:
+    """torchtune: ``[rank0]: Traceback`` cut before its error line, then rank 1's watchdog CUDA
+    error. Rank 0 failed too, perhaps first (was rank 1, ``certain``)."""
+    v = _analysis("k-tune-torchtune-pagedadamw-illegal-memory-access-rank0-rank1").diagnosis.verdict
+    assert (v.category, v.rank, v.rank_certainty) == ("cuda_error", 1, "possible")
+    assert v.rank_rule == RankId.EARLIER_TRACEBACK
+
+
+def test_a_traceback_of_another_rank_below_the_error_orders_nothing() -> None:
+    """torchtune's llama-guard run: rank 0's OOM, then rank 3's traceback begins below it:
+    rank 0 stays certain."""
+    v = _analysis("i-torchrun-torchtune-llamaguard-rank0-cuda-oom").diagnosis.verdict
+    assert (v.category, v.rank, v.rank_certainty) == ("cuda_oom", 0, "certain")
+
+
+# ---- a worker group restarted, then finished --------------------------------------------
+
+FT = "k-ftlauncher-nemo-8gpu-simulated-crash-all-ranks-injob-restart-survived"
+
+
+def test_a_group_restarted_that_then_finished_is_no_failure() -> None:
+    """NVIDIA's ft_launcher restarts the group after every rank's injected exception; attempt 1
+    finishes (`worker group successfully finished`): no failure, the crash is a note (was
+    python_exception)."""
+    d = _analysis(FT).diagnosis
+    assert (d.status, d.verdict.category) == ("ok", "none")
+    notes = [p for p in d.problems if "restarted the workers and attempt 1 finished" in p]
+    assert any("Simulating a crash" in p or "Uncaught Exception" in p for p in notes)
+    assert [a.category for a in d.attempts] == ["python_exception", "none"]
+
+
+def test_a_group_restarted_that_did_not_finish_still_failed(tmp_path: Path) -> None:
+    """The same log cut before the success lines: the restart alone proves nothing."""
+    d = _analysis(_cut(FT, tmp_path, keep=slice(0, 300))).diagnosis
+    assert (d.status, d.verdict.category) == ("failed", "python_exception")
+
+
+def test_the_agents_success_line_is_read_in_every_form() -> None:
+    """torch 1.x prints ``(SUCCEEDED)``, torch 2 and ft_launcher ``(WorkerState.SUCCEEDED)``;
+    a restart line is no success."""
+    from analyzer.lines.prefixes import split_prefixes
+    from tests.helpers import builtin_catalog
+
+    cat = builtin_catalog()
+    for line, hit in [
+        ("INFO:torch.distributed.elastic.agent.server.api:Local worker group finished "
+         "(SUCCEEDED). Waiting 300 seconds for other agents to finish", True),
+        ("[default] worker group successfully finished. Waiting 300 seconds for other agents "
+         "to finish.", True),
+        ("[default] Worker group FAILED. 3/3 attempts left; will restart worker group", False),
+    ]:
+        ids = [pm.pattern.id for pm in cat.match_all(split_prefixes(line).message)]
+        assert ("torchelastic.ctx.group_succeeded" in ids) is hit, line
+
+
+# ---- a crash as the processes exit after training finished ---------------------------------
+
+TITAN = "j-torchrun-torchtitan-2gpu-abort-at-pg-destroy-after-training-done"
+MLPERF = "k-srun-mlperf-llama70b-lora-16node-128rank-nccl-proxy-warns-at-exit-after-success"
+
+
+def test_an_abort_at_exit_after_training_completed_is_no_failure() -> None:
+    """torchtitan logs `Training completed`, then aborts while destroying the process group
+    (SIGABRT, torchrun's ChildFailedError): the job did its work (was native_crash rank 1)."""
+    d = _analysis(TITAN).diagnosis
+    assert (d.status, d.verdict.category) == ("ok", "none")
+    assert any(p.startswith("at exit, not the cause: terminate called") for p in d.problems)
+
+
+def test_nccl_warnings_after_an_mlperf_success_are_no_failure() -> None:
+    """NCCL's proxy warnings on every node after MLPerf's `run_stop` with `"status":
+    "success"` (was nccl_error)."""
+    d = _analysis(MLPERF).diagnosis
+    assert (d.status, d.verdict.category) == ("ok", "none")
+
+
+def test_without_the_finish_line_the_abort_is_the_failure(tmp_path: Path) -> None:
+    """The torchtitan log without its `Training completed` line: the abort fails the job."""
+    v = _analysis(_cut(TITAN, tmp_path, drop=5)).diagnosis.verdict
+    assert (v.category, v.rank) == ("native_crash", 1)
+
+
+def test_an_error_code_after_a_success_still_fails_the_job() -> None:
+    """MXNet's MLPerf ResNet: `run_stop` success, then one process killed by SIGALRM (exit code
+    142) and mpirun aborts: an exit with an error code is not a crash at exit."""
+    v = _analysis("k-mpirun-mxnet-resnet-16gpu-rank9-sigalrm-after-run-success").diagnosis.verdict
+    assert (v.category, v.rank) == ("unknown", 9)
