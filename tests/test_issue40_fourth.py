@@ -134,3 +134,48 @@ def test_an_error_code_after_a_success_still_fails_the_job() -> None:
     142) and mpirun aborts: an exit with an error code is not a crash at exit."""
     v = _analysis("k-mpirun-mxnet-resnet-16gpu-rank9-sigalrm-after-run-success").diagnosis.verdict
     assert (v.category, v.rank) == ("unknown", 9)
+
+
+# ---- after the fourth batch's first run (tests/wild/README-l.md, "After the first run") -----
+
+
+def test_rocm_out_of_memory_is_a_gpu_out_of_memory() -> None:
+    """ROCm's torch prints `HIP out of memory. Tried to allocate …` (two AMD GPUs under mpirun,
+    every rank alike): cuda_oom, no rank (was python_exception)."""
+    v = _analysis("l-mpirun-2rank-amd-hip-deepspeed-init-all-ranks-hip-oom").diagnosis.verdict
+    assert (v.category, v.rank) == ("cuda_oom", None)
+
+
+def test_a_vllm_workers_prefix_names_its_rank() -> None:
+    """vLLM's multiprocess executor prefixes its workers' lines like a Ray actor, with the rank
+    in the name (`(VllmWorker rank=2 pid=10233) `)."""
+    from analyzer.lines.prefixes import split_prefixes
+
+    p = split_prefixes("(VllmWorker rank=2 pid=10233) ERROR 06-17 06:11:34 "
+                       "[multiproc_executor.py:492] Traceback (most recent call last):")
+    assert (p.rank, p.message[:5]) == (2, "ERROR")
+    assert split_prefixes("(RayTrainWorker pid=242146) Process ForkServerProcess-2:").rank is None
+
+
+RAY_OK = "l-ray-nemo-rl-vllm-8workers-inductor-cache-errors-survived"
+MLPERF_HELPER = "l-srun-mlperf-nemo-lora-sysjson-step-error-run-succeeded"
+
+
+def test_errors_before_a_ray_job_that_succeeded_were_survived(tmp_path: Path) -> None:
+    """NeMo-RL's vLLM workers print TorchInductor cache errors, then `ray job submit` reports
+    `Job '…' succeeded` (was storage, rank 0 certain). Cut before that line, they fail it."""
+    d = _analysis(RAY_OK).diagnosis
+    assert (d.status, d.verdict.category) == ("ok", "none")
+    assert d.problems and all("survived error" in p for p in d.problems)
+    assert _analysis(_cut(RAY_OK, tmp_path, keep=slice(0, 148))).diagnosis.status == "failed"
+
+
+def test_a_task_exit_above_the_jobs_own_finish_was_not_its_end(tmp_path: Path) -> None:
+    """An MLPerf run's helper srun step exits 1, then the training reports `run_stop` with
+    `"status": "success"` (was unknown, task 0 possible). Without that line, the exit fails the
+    job."""
+    d = _analysis(MLPERF_HELPER).diagnosis
+    assert (d.status, d.verdict.category) == ("ok", "none")
+    assert any("task exited with a non-zero code" in p for p in d.problems)
+    cut = _analysis(_cut(MLPERF_HELPER, tmp_path, drop=108)).diagnosis
+    assert cut.status == "failed"

@@ -16,7 +16,11 @@ import regex
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on, exit_code, exit_code_stopped, own_task_exit
-from analyzer.decide.promote_end import finished_then_exited, restarted_and_finished
+from analyzer.decide.promote_end import (
+    died_then_finished,
+    finished_then_exited,
+    restarted_and_finished,
+)
 from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
 
 
@@ -273,6 +277,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("restarted-and-finished", restarted_and_finished),
     Promotion("survived", survived),
     Promotion("finished-then-exited", finished_then_exited),
+    Promotion("died-then-finished", died_then_finished),
     Promotion("ignored-exception", ignored_exception),
     Promotion("wrapped", wrapped),
     Promotion("node-failed", node_failed),
@@ -286,7 +291,8 @@ def survived_notes(rows: Sequence[Event]) -> list[str]:
     """One note per error its writer survived (``survived``), an attempt the launcher
     restarted from (``restarted_and_finished``), a crash at exit after training finished
     (``finished_then_exited``) or Python ignored (``ignored_exception``), in row order."""
-    out = finished_then_exited(ignored_exception(survived(restarted_and_finished(rows))))
+    out = ignored_exception(survived(restarted_and_finished(rows)))
+    out = died_then_finished(finished_then_exited(out))
     return [r.cause for r in out if r.tagged("survived")]
 
 

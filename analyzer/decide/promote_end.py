@@ -88,3 +88,37 @@ def _at_exit(r: Event, done: Event) -> Event:
         tags=quiet.tags | {"survived"},
         cause=wording.at_exit_note(r.title or r.category, r.file, r.line, done.line),
     )
+
+
+_JOB_DONE = frozenset({"training-done", "group-succeeded"})
+"""Tags of a line that says the whole job finished: the training loop returned (Megatron's
+``[after training is done]`` follows a barrier of every rank), the agent's group succeeded, Ray's
+job succeeded."""
+
+
+def died_then_finished(rows: Sequence[Event]) -> list[Event]:
+    """A worker's exit record (srun's task exit, a launcher's death line) above the job's own
+    statement that it finished (``_JOB_DONE``) in the same file was not the job's end: another
+    step's task (an MLPerf run's helper ``srun``), or a worker the job went on without. It
+    becomes context, listed as a note; a root above it is ``survived``'s to judge."""
+    done: dict[str, Event] = {}
+    for r in rows:
+        if not _JOB_DONE.isdisjoint(r.tags):
+            done[r.file] = r  # the last one: everything above it came before the end
+    if not done:
+        return list(rows)
+    return [_died_before(r, done[r.file]) if r.file in done else r for r in rows]
+
+
+def _died_before(r: Event, done: Event) -> Event:
+    if _OF_A_DEATH.isdisjoint(r.tags) or r.line >= done.line or r.role == ROOT:
+        return r
+    if r.time and done.time and r.time > done.time:
+        return r
+    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+    return replace(
+        quiet,
+        tags=quiet.tags | {"survived"},
+        cause=wording.survived_note(r.title or r.category, r.file, r.line, done.line),
+    )
+

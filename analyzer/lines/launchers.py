@@ -11,11 +11,12 @@ from analyzer.lines.chars import LETTERS
 
 _OMPI = regex.compile(r"\[(?:\d+,)?(\d{1,6})\]<(?:stdout|stderr|stddiag)>: ?")
 _RAY = regex.compile(
-    r"\((?:[A-Za-z_][\w.:-]*(?:\[rank=(?P<rank>\d{1,6})\])? )?pid=(?P<pid>\d+)"
-    r"(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
+    r"\((?:[A-Za-z_][\w.:-]*(?:\[rank=(?P<rank>\d{1,6})\]| rank=(?P<rank>\d{1,6}))? )?"
+    r"pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) "
 )
 """A Ray actor's prefix: ``(RayTrainWorker pid=1193, ip=10.244.4.193) ``; an actor whose name
-carries its rank (NeMo-RL's ``(MegatronPolicyWorker[rank=8] pid=4154549) ``) names it."""
+carries its rank (NeMo-RL's ``(MegatronPolicyWorker[rank=8] pid=4154549) ``) names it, as does
+vLLM's multiprocess worker prefix in the same shape (``(VllmWorker rank=5 pid=50999) ``)."""
 _SKY = regex.compile(
     r"\((?:head|worker\d{1,6}), rank=(?P<node>\d{1,6}), (?:ip=(?P<ip>[0-9A-Fa-f.:]+), )?"
     r"pid=(?P<pid>\d+)(?:, ip=(?P<ip2>[0-9A-Fa-f.:]+))?\) "
