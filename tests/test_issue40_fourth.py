@@ -179,3 +179,20 @@ def test_a_task_exit_above_the_jobs_own_finish_was_not_its_end(tmp_path: Path) -
     assert any("task exited with a non-zero code" in p for p in d.problems)
     cut = _analysis(_cut(MLPERF_HELPER, tmp_path, drop=108)).diagnosis
     assert cut.status == "failed"
+
+
+GLM = "l-torchrun-glm130b-8rank-pretokenized-key-assert-rootcause-rank7"
+
+
+def test_undated_copies_above_the_launchers_stops_failed_alike(tmp_path: Path) -> None:
+    """Six undated copies of GLM-130B's AssertionError, all above torchrun's SIGTERMs of seven
+    workers, and one death record (rank 7): the ranks failed alike (was rank 7, ``likely``).
+    Without the SIGTERM lines nothing says the copies are other workers'."""
+    v = _analysis(GLM).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule) == ("python_exception", None, "same-way-unranked")
+    lines = (WILD / GLM / "output.log").read_bytes().split(b"\n")
+    job = tmp_path / "no-stops"
+    job.mkdir()
+    kept = [ln for ln in lines if b"closing signal SIGTERM" not in ln]
+    (job / "output.log").write_bytes(b"\n".join(kept))
+    assert _analysis(job).diagnosis.verdict.rank == 7

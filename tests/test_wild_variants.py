@@ -113,8 +113,6 @@ KNOWN_GAPS = {
     "task labels",
     "l-srun-2tasks-duplicate-torchrun-same-gpus-oom-cublas": "collector time reorders undated "
     "roots",
-    "l-torchrun-glm130b-8rank-pretokenized-key-assert-rootcause-rank7": "collector time reorders "
-    "undated roots",
 }
 """Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
 until it leaves this list)."""

@@ -83,7 +83,8 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
 
 def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
     """The launcher reports one rank dead and stopped the others (SIGTERM, by rank or by pid),
-    and three copies or more, all printed within the clock skew, are no more than those ranks:
+    and three copies or more, all printed within the clock skew (undated: all above the
+    launcher's first stop, ``_before_the_stop``), are no more than those ranks:
     each copy is a different process failing alike (torchrun kills the rest as soon as the
     first one exits, so it reports only one death). Two copies may be one process printing its
     error twice (the exception, then the handler that logs it): they keep the rank."""
@@ -94,11 +95,27 @@ def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
         r.role_of("pid") for r in job.rows if r.rank is None and killed_by_launcher(r)
     } - {None}
     times = [r.time for r in copies if r.time is not None]
-    if not dead or len(copies) < 3 or len(times) < len(copies):
+    if not dead or len(copies) < 3:
         return False
     if len(dead | stopped) + len(signalled) < len(copies):
         return False
-    return max(times) - min(times) <= SKEW
+    if len(times) == len(copies):
+        return max(times) - min(times) <= SKEW
+    return _before_the_stop(job, copies)
+
+
+def _before_the_stop(job: JobView, copies: list[Event]) -> bool:
+    """Undated copies, all in one file above the launcher's first stop of a worker there: each
+    was printed before the launcher reacted to the first exit, so none came after another's
+    death. Seen once in the corpus (GLM-130B's eight ranks' AssertionError above torchrun's
+    SIGTERMs, part L); the shape is any torchrun stream without times, where the agent stops
+    the other workers right after the first exit."""
+    files = {c.file for c in copies}
+    if len(files) != 1:
+        return False
+    (f,) = files
+    stops = [r.line for r in job.rows if r.file == f and killed_by_launcher(r)]
+    return bool(stops) and max(c.line for c in copies) < min(stops)
 
 
 def _alike(a: tuple[str, str], b: tuple[str, str]) -> bool:
