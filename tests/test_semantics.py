@@ -52,6 +52,7 @@ def test_a_well_formed_user_pattern_loads_with_its_declared_types(tmp_path: Path
     [
         (("counter_examples", "counter_example"), "unknown key 'counter_example'"),
         (("(?P<mount>", "(?P<host>"), "shadows a structural column"),
+        (("(?P<mount>", "(?P<job>"), "shadows a structural column"),
         (("Free space on {mount}.", "Free space on {volume}."), "uses {volume}"),
         (('captures = { waited = "duration" }', 'captures = { waited = "weeks" }'), "has type"),
         (('captures = { waited = "duration" }', 'captures = { gone = "int" }'), "regex lacks"),

@@ -110,8 +110,13 @@ def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+_TABLE_NAMES = STRUCTURAL_NAMES | {"job"}
+"""Names a capture may not take: the event table's structural columns, and ``job``, the column
+a table of several jobs begins with (``mcore-diagnose events A B``)."""
+
+
 def _parse_captures(raw: Any, groups: set[str], where: str) -> dict[str, Capture]:
-    shadow = sorted(groups & STRUCTURAL_NAMES)
+    shadow = sorted(groups & _TABLE_NAMES)
     if shadow:
         raise CatalogError(
             f"{where}: capture {shadow[0]!r} shadows a structural column (it would be replaced "

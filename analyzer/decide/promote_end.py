@@ -69,8 +69,9 @@ def finished_then_exited(rows: Sequence[Event]) -> list[Event]:
 
 
 def _below(r: Event, done: Event) -> bool:
-    """``r`` is below the statement that training finished, and not dated before it."""
-    return r.line > done.line and not (r.time and done.time and r.time < done.time)
+    """``r`` is below the statement that training finished in their file: a stream is written
+    in order, and a collector's time on one of them only would reorder them."""
+    return r.line > done.line
 
 
 def _at_exit(r: Event, done: Event) -> Event:
@@ -112,8 +113,6 @@ def died_then_finished(rows: Sequence[Event]) -> list[Event]:
 
 def _died_before(r: Event, done: Event) -> Event:
     if _OF_A_DEATH.isdisjoint(r.tags) or r.line >= done.line or r.role == ROOT:
-        return r
-    if r.time and done.time and r.time > done.time:
         return r
     quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
     return replace(
