@@ -196,3 +196,22 @@ def test_undated_copies_above_the_launchers_stops_failed_alike(tmp_path: Path) -
     kept = [ln for ln in lines if b"closing signal SIGTERM" not in ln]
     (job / "output.log").write_bytes(b"\n".join(kept))
     assert _analysis(job).diagnosis.verdict.rank == 7
+
+
+POLARIS = "l-mpiexec-polaris-aws-ofi-nccl-first-allgather-hang-all-ranks"
+
+
+def test_an_excerpt_of_a_larger_communicator_names_no_missing_rank(tmp_path: Path) -> None:
+    """ALCF's all-gather hang: three of the four ranks in view time out, and NCCL's init lines
+    say `nranks 8`: four ranks are not in the excerpt, so rank 7 is not the one the others
+    waited for (was rank 7, ``likely``). Without the lines that give the size, the four ranks in
+    view are all the log knows, and the missing-rank strategy still names rank 7."""
+    v = _analysis(POLARIS).diagnosis.verdict
+    assert (v.category, v.rank) == ("collective_timeout", None)
+    lines = (WILD / POLARIS / "output.log").read_bytes().split(b"\n")
+    job = tmp_path / "no-sizes"
+    job.mkdir()
+    (job / "output.log").write_bytes(
+        b"\n".join(ln for ln in lines if b"nranks 8" not in ln and b"nRanks 8" not in ln)
+    )
+    assert _analysis(job).diagnosis.verdict.rank == 7

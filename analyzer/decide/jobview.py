@@ -61,7 +61,19 @@ class JobView:
             ends=ends,
             stated_ends=tuple(r for r in ends if not r.tagged("srun-teardown")),
             symptoms=tuple(r for r in active if r.role == SYMPTOM),
-            universe=frozenset(geo.ranks(promoted)),
+            universe=frozenset(geo.ranks(promoted)) | _communicator(geo, promoted),
             dumps=dumps,
         )
+
+
+def _communicator(geo: Geometry, rows: tuple[Event, ...]) -> frozenset[int]:
+    """With no world size stated, ranks 0..N-1 of the largest NCCL communicator a line names
+    (its ``comm_size``: ``comm 0x… rank 7 nranks 8``): they exist, named or not, so an excerpt
+    that shows four of eight ranks is not taken for the whole job (an ALCF all-gather hang in
+    part L named the fourth rank in view as the one the others waited for). A communicator is
+    never larger than the world, so this only adds ranks the job had."""
+    if geo.world is not None:
+        return frozenset()
+    sizes = [int(v) for r in rows if (v := r.role_of("comm_size")) and v.isdecimal()]
+    return frozenset(range(max(sizes))) if sizes else frozenset()
 
