@@ -288,12 +288,11 @@ PROMOTIONS: tuple[Promotion, ...] = (
 
 
 def survived_notes(rows: Sequence[Event]) -> list[str]:
-    """One note per error its writer survived (``survived``), an attempt the launcher
-    restarted from (``restarted_and_finished``), a crash at exit after training finished
-    (``finished_then_exited``) or Python ignored (``ignored_exception``), in row order."""
-    out = ignored_exception(survived(restarted_and_finished(rows)))
-    out = died_then_finished(finished_then_exited(out))
-    return [r.cause for r in out if r.tagged("survived")]
+    """One note per failure a promotion found the job got past (tag ``survived``: an error its
+    writer survived, an attempt the launcher restarted from, a crash at exit after training
+    finished, a worker's exit above the job's finish, an exception Python ignored), in row
+    order; the promotions are the decision's, in its order."""
+    return [r.cause for r in promote(rows) if r.tagged("survived")]
 
 
 def promote(rows: Sequence[Event]) -> list[Event]:

@@ -1,6 +1,7 @@
 """Promotions by how a job ended: a worker group the launcher restarted and that then
-finished, and a crash as the processes exit after training finished. Both turn failures the
-job got past into context (listed as notes), so the verdict rests on what ended the job."""
+finished, a crash as the processes exit after training finished, a worker's exit above the
+job's own finish. Each turns failures the job got past into context (listed as notes), so the
+verdict rests on what ended the job."""
 
 from __future__ import annotations
 
@@ -30,20 +31,27 @@ _OF_A_DEATH = frozenset({"death", "death-record", "childfailed-field", "task-exi
 """Tags by which the decision reads a line as a worker's exit (with its ``exit_code`` role)."""
 
 
+def _quiet(r: Event) -> Event:
+    """``r`` as context whose exit record no longer reads as one (its roles and death tags
+    dropped): the job got past the worker it records."""
+    return replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+
+
+def _noted(quiet: Event, cause: str) -> Event:
+    """A quieted failure listed as a note (tag ``survived``, ``cause`` its words)."""
+    return replace(quiet, tags=quiet.tags | {"survived"}, cause=cause)
+
+
 def _before_restart(r: Event, first_ok: int) -> Event:
     if r.attempt is None or r.attempt >= first_ok or r.category in SLURM_END_CATEGORIES:
         return r  # the scheduler's end is the job's, not an attempt's
     if r.role == CONTEXT and _OF_A_DEATH.isdisjoint(r.tags):
         return r
-    # Its exit record no longer reads as one: the worker it records was restarted.
-    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+    quiet = _quiet(r)  # the worker it records was restarted
     if not (r.role == ROOT or r.traceback is not None or r.tagged("death")):
         return quiet
-    return replace(
-        quiet,
-        tags=quiet.tags | {"survived"},
-        cause=wording.restarted_note(r.title or r.category, r.file, r.line, r.attempt, first_ok),
-    )
+    what = r.title or r.category
+    return _noted(quiet, wording.restarted_note(what, r.file, r.line, r.attempt, first_ok))
 
 
 _AT_EXIT = frozenset({Category.NATIVE_CRASH, Category.NCCL_ERROR})
@@ -81,14 +89,10 @@ def _at_exit(r: Event, done: Event) -> Event:
     stopping = r.role == SYMPTOM and r.role_of("signal") in KILLED_BY_LAUNCHER
     if not (r.category in _AT_EXIT or (code < 0 and code != -9) or stopping):
         return r  # not a crash at exit: an error code, a full disk on the final save, ...
-    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
+    quiet = _quiet(r)
     if stopping or (r.role == SYMPTOM and r.category == Category.NCCL_ERROR):
         return quiet  # the launcher stopping the others, NCCL's warnings at exit: no note
-    return replace(
-        quiet,
-        tags=quiet.tags | {"survived"},
-        cause=wording.at_exit_note(r.title or r.category, r.file, r.line, done.line),
-    )
+    return _noted(quiet, wording.at_exit_note(r.title or r.category, r.file, r.line, done.line))
 
 
 _JOB_DONE = frozenset({"training-done", "group-succeeded"})
@@ -114,10 +118,6 @@ def died_then_finished(rows: Sequence[Event]) -> list[Event]:
 def _died_before(r: Event, done: Event) -> Event:
     if _OF_A_DEATH.isdisjoint(r.tags) or r.line >= done.line or r.role == ROOT:
         return r
-    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - _OF_A_DEATH)
-    return replace(
-        quiet,
-        tags=quiet.tags | {"survived"},
-        cause=wording.survived_note(r.title or r.category, r.file, r.line, done.line),
-    )
+    what = r.title or r.category
+    return _noted(_quiet(r), wording.survived_note(what, r.file, r.line, done.line))
 
