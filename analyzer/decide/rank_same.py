@@ -87,7 +87,8 @@ def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
     launcher's first stop, ``_before_the_stop``), are no more than those ranks:
     each copy is a different process failing alike (torchrun kills the rest as soon as the
     first one exits, so it reports only one death). Two copies may be one process printing its
-    error twice (the exception, then the handler that logs it): they keep the rank."""
+    error twice (the handler that logs it, then the exception): they keep the rank, unless
+    each is a whole traceback of its own (``_whole``)."""
     stopped = {r.rank for r in job.rows if r.rank is not None and killed_by_launcher(r)}
     # torchrun names the workers it stops by pid only ("Sending process 143 closing signal
     # SIGTERM"): each such pid is one more worker
@@ -95,13 +96,24 @@ def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
         r.role_of("pid") for r in job.rows if r.rank is None and killed_by_launcher(r)
     } - {None}
     times = [r.time for r in copies if r.time is not None]
-    if not dead or len(copies) < 3:
+    if not dead or len(copies) < (2 if _whole(copies) else 3):
         return False
     if len(dead | stopped) + len(signalled) < len(copies):
         return False
     if len(times) == len(copies):
         return max(times) - min(times) <= SKEW
     return _before_the_stop(job, copies)
+
+
+def _whole(copies: list[Event]) -> bool:
+    """Each copy is a traceback from its first line (``Traceback (most recent call last):``),
+    in a file of its own or apart from the others: two whole tracebacks of one error above
+    the launcher's stop are two processes (a handler that logs an error prints a line or its
+    own traceback with another exception type, and ``same_way_unranked`` compares types). Seen
+    in F5-TTS's Kaggle notebook (two ranks' Triton ``OutOfResources``, torchrun's record of
+    the one it saw exit first; part L), an accelerate FSDP run's two ranks' ``RuntimeError``
+    (part J) and GLM-130B's eight ranks (part L)."""
+    return all(c.traceback is not None and not headless(c) for c in copies)
 
 
 def _before_the_stop(job: JobView, copies: list[Event]) -> bool:
@@ -132,13 +144,40 @@ def another_died(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | N
     if e is None or d.rank is None or not alone(p):
         return None
     dead = dead_on_their_own(job.rows) - _waited(job)
-    if not dead or d.rank in dead:
-        return None
     if any(r.rank == d.rank and exit_record(r) for r in job.rows):
         return None  # the launcher reports this rank too (stopped by it, or its own record)
-    return d.unnamed(
-        RankId.ANOTHER_DIED, rank=d.rank, others=", ".join(map(str, sorted(dead)))
-    )
+    if dead and d.rank not in dead:
+        others = ", ".join(map(str, sorted(dead)))
+    elif not dead and (local := _other_local_death(job, d.rank)) is not None:
+        others = f"local rank {local} of {e.file}'s launcher"
+    else:
+        return None
+    return d.unnamed(RankId.ANOTHER_DIED, rank=d.rank, others=others)
+
+
+def _other_local_death(job: JobView, rank: int) -> int | None:
+    """The local rank of a worker that an agent reports dead on its own by local rank only
+    (torchrun's ``failed (exitcode: 1) local_rank: 1 (pid: 155027)``, no global rank), when
+    that worker cannot be ``rank``: the agent names more workers (pids it stopped or saw die)
+    than ``rank``, so ``rank`` would be its local rank on this agent's node, and it is another.
+    On any other node the record is another process anyway. Seen in two projects' issues
+    (part L): Vad-R1 (``[rank2]:`` OOM, the agent's record of local rank 1 among 4 workers) and
+    StepVideo (``[rank3]:`` OOM, local rank 2's record; three pids in view, so rank 3 is not
+    settled by it and stays ``possible`` from the cut paste)."""
+    for r in job.rows:
+        local = r.local_rank
+        if r.rank is not None or local is None or not r.tagged("death"):
+            continue
+        if killed_by_launcher(r) or r.role_of("exit_code") in (None, "0"):
+            continue
+        pids = {
+            x.role_of("pid")
+            for x in job.rows
+            if x.file == r.file and (killed_by_launcher(x) or x is r)
+        } - {None}
+        if rank < len(pids) and rank != local:
+            return local
+    return None
 
 
 def _waited(job: JobView) -> set[int]:

@@ -74,13 +74,17 @@ def pasted_prefix(messages: Sequence[str]) -> str:
     message), or the tag a wrapper puts in front of the lines it relays (the same ``[NAME] ``
     on 80 % of them, not a logger's level). Empty when there is none. A log's own indented
     lines (traceback frames, Megatron's `` [time] iteration …``) sit among lines that start at
-    the first column, and a logger's bracketed levels differ from line to line."""
+    the first column, and a logger's bracketed levels differ from line to line. A file of one
+    indented line is that line quoted (a document's or a thread's one-line excerpt: the Neuron
+    docs' ``    [rank197]: RuntimeError: …``, part L); a wrapper's tag needs two lines."""
     msgs = [m for m in messages if m.strip()]
-    if len(msgs) < 2:
+    if not msgs:
         return ""
     margin = min(len(m) - len(m.lstrip(" ")) for m in msgs)
     if margin >= MIN_MARGIN:
         return " " * margin
+    if len(msgs) < 2:
+        return ""
     tags = Counter(t[0] for m in msgs if (t := _WRAPPER_TAG.match(m)))
     if not tags:
         return ""

@@ -27,6 +27,7 @@ from analyzer.catalog.model import Catalog, Pattern
 from analyzer.read.builder import EventBuilder
 from analyzer.read.discover import LogFile
 from analyzer.read.match import CACHE_LINES, CACHE_MAX_LINE, LineMatcher
+from analyzer.read.notebook import is_notebook, plain_block
 from analyzer.read.prefilter import Prefilter, StampSieve
 from analyzer.read.records import FileScan, RawEvent
 from analyzer.read.search import MAX_LINE_BYTES, Block, Searcher, StreamClock
@@ -114,11 +115,16 @@ class FileScanner:
         matcher.quoted = False
         matcher.pasted = ""
         matcher.numbered = False
+        matcher.notebook = False
 
         wrap: list[int | None] = [None]
 
         def read(blocks: Iterable[Block]) -> None:
             for blk in blocks:
+                if blk.offset == 0:
+                    matcher.notebook = is_notebook(blk.data)
+                if matcher.notebook:
+                    blk.data = plain_block(blk.data)
                 if blk.offset == 0:
                     wrap[0] = hard_wrap_width(blk.data)
                 if wrap[0]:

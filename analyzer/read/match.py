@@ -44,8 +44,7 @@ WINDOW_BYTES = 8192
 PASTE_HEAD = 4 << 10
 """How much of a file's first block the cheap test for a pasted prefix looks at."""
 Needles = frozenset[int] | int
-"""The needles the prefilter found on a line: the index alone for one needle (most lines),
-else a set."""
+"""The needles the prefilter found on a line: the index of one needle (most lines), or a set."""
 
 
 class LineMatcher:
@@ -77,8 +76,7 @@ class LineMatcher:
                 ):
                     self._lanes[nid] = p
         self._firsts = FirstLines(self._lanes)
-        """The lane patterns that need only their first line per claim, read a block at a
-        time (``first_keys``)."""
+        """The lane patterns needing their first line per claim only (``first_keys``)."""
         self._progress = ProgressLines(self._lanes)
         """The lane patterns of ``progress`` lines, read a block at a time (``progress_rows``)."""
         self._user = [p for p in catalog.patterns if p.user]
@@ -98,6 +96,8 @@ class LineMatcher:
         that starts with it (the caches, keyed by the raw line, are not used)."""
         self.numbered = False
         """A numbered paste (``pastes.numbered_paste``): line numbers dropped like ``pasted``."""
+        self.notebook = False
+        """A notebook's output (``read/notebook.py``): no lane (its lines end in padding)."""
         self._line_hits = self._match_hits = 0
         """Hits since each cache was last cleared."""
         self._line_rest = self._match_rest = 0
@@ -176,11 +176,15 @@ class LineMatcher:
         pre = split_prefixes(text, self.quoted)
         return text if own and pre.level is not None else pre.message
 
+    @property
+    def _rewritten(self) -> bool:  # a file whose lines are not read as they stand
+        return self.quoted or bool(self.pasted) or self.numbered or self.notebook
+
     def lane(self, start: int) -> Pattern | None:
         """The pattern that alone owns the one needle on the line at ``start`` of the
         current block, where that line may take the builder's lane (``EventBuilder._lane``)."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted or self.numbered:
+        if per_line is None or self._rewritten:
             return None
         found = per_line.get(start)
         return self._lanes.get(found) if type(found) is int else None
@@ -190,7 +194,7 @@ class LineMatcher:
         would take the lane for a pattern needing only its first line per claim, each as
         the lane would read it (``firstlines.FirstLines``); empty where no line can."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted or self.numbered or not self._firsts:
+        if per_line is None or self._rewritten or not self._firsts:
             return {}
         return self._firsts.keys(data, per_line, CACHE_MAX_LINE)
 
@@ -199,7 +203,7 @@ class LineMatcher:
         lane for a ``progress`` pattern, as the lane would read them
         (``progresslines.ProgressLines``); empty where no line can."""
         per_line = self._line_needles
-        if per_line is None or self.quoted or self.pasted or self.numbered or not self._progress:
+        if per_line is None or self._rewritten or not self._progress:
             return {}
         return self._progress.rows(data, per_line, CACHE_MAX_LINE)
 
@@ -282,11 +286,9 @@ class LineMatcher:
                 if got is None or not got[0].disabled_reason:
                     return got
         sub = self._subsets[found]
-        # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps
-        # (specific over catch-all over candidate, root over symptom over context, then
-        # catalog order); the rest need not be searched. A pattern is a
-        # candidate when one of its needles is in the message; with no prefix stripped, every
-        # needle the prefilter found is, so the check is skipped.
+        # The first match in ``match_priority`` order is the one ``Catalog.match`` keeps; the
+        # rest need not be searched. A pattern is a candidate when one of its needles is in the
+        # message; with no prefix stripped, every needle the prefilter found is (no check).
         whole = msg is text
         holds = msg.__contains__
         got = None
