@@ -113,6 +113,10 @@ KNOWN_GAPS = {
     "task labels",
     "l-srun-2tasks-duplicate-torchrun-same-gpus-oom-cublas": "collector time reorders undated "
     "roots",
+    # A notebook's saved output is read as the log it holds only when its JSON strings begin the
+    # line; an srun label before each (no notebook is written that way) leaves it JSON.
+    "l-accelerate-kaggle-notebook-2xt4-both-ranks-triton-outofresources-mamba3-bwd": "srun "
+    "labels before a notebook's JSON strings leave its output unread",
 }
 """Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
 until it leaves this list)."""
