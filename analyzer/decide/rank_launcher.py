@@ -9,7 +9,7 @@ from analyzer.catalog.vocabulary import Category
 from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
-from analyzer.decide.predicates import dead_not_stopped, own_task_exit
+from analyzer.decide.predicates import dead_not_stopped, died_on_its_own, own_task_exit
 from analyzer.decide.rank_model import (
     FAILED,
     NEAR_LINES,
@@ -47,12 +47,14 @@ def peer_died_first(job: JobView, p: Proposal, d: RankDecision) -> RankDecision 
 def only_death(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """An unranked verdict takes the rank of the one worker the launcher reports dead, when
     exactly one is (torchrun's ``failed (exitcode: 1) local_rank: 0``, mp.spawn's process
-    exits): the line came from the process that died. Workers it SIGTERMed do not count."""
+    exits, a ChildFailedError table's one exit code: a native stack above ``Root Cause … rank
+    : 1 … exitcode : -6``): the line came from the process that died. Workers it SIGTERMed do
+    not count."""
     if d.rank is not None or d.rule not in (None, RankId.VICTIM):
         return None
     dead: dict[int, Event] = {}
     for r in job.rows:
-        if dead_not_stopped(r) and r.rank is not None:
+        if (dead_not_stopped(r) or died_on_its_own(r)) and r.rank is not None:
             dead.setdefault(r.rank, r)
     if len(dead) != 1:
         return None

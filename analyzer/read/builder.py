@@ -35,6 +35,7 @@ from analyzer.read.tracebacks import (
     Writer,
     belongs,
     frame_below,
+    opens,
     writer,
 )
 from analyzer.read.wrap import continues, unwrap
@@ -171,7 +172,7 @@ class EventBuilder:
         raw = data[s:e] if e - s <= MAX_LINE_BYTES else data[s : s + WINDOW_BYTES]
         text, pre = self.matcher.line(raw)
         msg = pre.message
-        if msg.lstrip().startswith(STARTS):
+        if opens(msg):
             self._open(blk, s, text, pre)
             return e + 1
         got = self.matcher.lookup(msg, raw, text, s)

@@ -25,6 +25,25 @@ TRACEBACK_START = "Traceback (most recent call last):"
 STARTS = (TRACEBACK_START, "Original " + TRACEBACK_START)
 """A traceback's first line; torch's DataLoader re-raise prints the worker's own traceback as
 ``Original Traceback (most recent call last):`` (torch/_utils.py ``ExceptionWrapper``)."""
+
+
+def opens(msg: str) -> bool:
+    """A line that begins a traceback: one of ``STARTS``, or a line that *ends* with the
+    header after other text, where a program printed its own preface (or a prompt without
+    its newline) before Python's traceback: Monarch's actor mesh (``… processing error:
+    Traceback (most recent call last):``, torchforge) and huggingface-cli's token prompt
+    (``… (input will not be visible): Traceback (most recent call last):``, intel's
+    extension-for-transformers). One word before it is a field or a stream's name, not a
+    preface: ``traceback :`` of torchelastic's error summary and Ray's RaySystemError (read
+    by their own readers), ``stderr:`` of accelerate's test runner. Text after the header
+    (``ValueError: Traceback (most recent call last): was in the message``) opens nothing."""
+    s = msg.strip()
+    if s.startswith(STARTS):
+        return True
+    head, sep, tail = s.rpartition(": " + TRACEBACK_START)
+    return bool(sep) and not tail and " " in head.strip()
+
+
 _CHAIN = ("During handling", "The above exception")
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')

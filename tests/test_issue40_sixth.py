@@ -1,0 +1,97 @@
+"""Rules written for issue 40 before its sixth final batch (the verdict before each rule is in
+its docstring). Logs are the corpus's own, cut where a test needs a shorter one; no line is
+written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.api import Analysis, analyze
+from analyzer.read.tracebacks import opens
+from tests.helpers import FORMATS, WILD
+
+MONARCH = "l-monarch-torchforge-titantrainer1-checkpoint-save-write-failure"
+ACCEL_STDERR = "l-accelerate-docker-localrank1-sigbus-accelerate-test"
+
+
+def _analysis(case: str) -> Analysis:
+    root = WILD / case
+    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
+
+
+def _line(case: str, needle: str) -> str:
+    """The first line of the case's log that holds ``needle``, as stored."""
+    text = (WILD / case / "output.log").read_text(encoding="utf-8")
+    return next(ln for ln in text.splitlines() if needle in ln)
+
+
+def test_a_header_after_a_programs_preface_opens_a_traceback() -> None:
+    """Monarch's actor mesh prints ``… processing error: Traceback (most recent call last):``
+    on one line, then the frames; the job was called ``none`` (no traceback read)."""
+    assert opens(_line(MONARCH, "processing error: Traceback"))
+    v = _analysis(MONARCH).diagnosis.verdict
+    assert v.category != "none"
+    assert v.pattern_id == "python.traceback"
+    # the frames under the preface are read: torchtitan's checkpointer's save
+    assert "saving a checkpoint" in v.cause
+
+
+@pytest.mark.parametrize(
+    ("case", "needle"),
+    [
+        (ACCEL_STDERR, "stderr: Traceback"),
+        ("l-torchrun-llama-megatron-4gpu-rootcause-rank1-optimizer-setup-oom",
+         "traceback : Traceback"),
+    ],
+)
+def test_a_field_or_stream_name_before_the_header_is_no_preface(case: str, needle: str) -> None:
+    """``stderr:`` (accelerate's test runner) and ``traceback :`` (torchelastic's summary)
+    are names, read by their own readers: the launcher's traceback stays the launcher's."""
+    assert not opens(_line(case, needle))
+
+
+def test_the_launchers_traceback_behind_a_stream_name_keeps_its_verdict() -> None:
+    v = _analysis(ACCEL_STDERR).diagnosis.verdict
+    assert (v.category, v.rank) == ("native_crash", 1)
+
+
+def test_text_after_the_header_opens_nothing() -> None:
+    assert not opens("ValueError: Traceback (most recent call last): was in the message")
+    assert opens("Traceback (most recent call last):")
+
+
+def test_a_job_cut_in_that_traceback_is_failed(tmp_path: Path) -> None:
+    """Cut after the torchtitan frame: still failed, never ``none``."""
+    lines = (WILD / MONARCH / "output.log").read_bytes().split(b"\n")[:24]
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "output.log").write_bytes(b"\n".join(lines))
+    a = analyze([job / "output.log"])
+    assert a.diagnosis.verdict.category != "none"
+
+
+BRIDGE = "l-torchrun-bridge-llm-sft-rank1-sigabrt-cuda-check-host-allocator"
+
+
+def test_a_failed_cuda_check_in_a_native_stack_is_a_cuda_error() -> None:
+    """A native stack through ``c10_cuda_check_implementation`` (the error's text cut above
+    it) above torchrun's table naming one worker dead of SIGABRT: was ``native_crash``."""
+    v = _analysis(BRIDGE).diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("cuda_error", "cuda.error.check_frame")
+
+
+def test_the_tables_one_exit_code_names_the_unranked_roots_rank() -> None:
+    """ChildFailedError's table with one failure (``exitcode : -6``) is the one worker the
+    launcher reports dead: the unprefixed stack above it is that worker's (was no rank)."""
+    v = _analysis(BRIDGE).diagnosis.verdict
+    assert (v.rank, v.rank_rule) == (1, "only-death")
+
+
+def test_a_stack_under_a_named_cuda_error_keeps_that_error() -> None:
+    """The frame is a fallback: the CUDA error line above the stack (the bundled
+    illegal-memory-access sample) stays the verdict."""
+    job = FORMATS / "illegal-memory-access"
+    v = analyze([job]).diagnosis.verdict
+    assert v.pattern_id == "cuda.error.illegal_address"
