@@ -95,3 +95,54 @@ def test_a_stack_under_a_named_cuda_error_keeps_that_error() -> None:
     job = FORMATS / "illegal-memory-access"
     v = analyze([job]).diagnosis.verdict
     assert v.pattern_id == "cuda.error.illegal_address"
+
+
+# ---- after the sixth batch's first run (tests/wild/README-m.md) -----------------------------
+
+
+def test_a_line_that_states_its_fallback_is_no_root() -> None:
+    """torchtitan's ``Error running lspci: [Errno 2] No such file or directory: 'lspci',
+    fallback to use device_name`` at start-up was the verdict (storage) of three runs that died
+    hours later of a CUDA error or an OOM on one rank."""
+    v = _analysis("m-torchrun-torchtitan-pp8-rtx5090-rank7-last-stage-cuda-oom-stale-process-"
+                  "others-sigterm").diagnosis.verdict
+    assert (v.category, v.rank) == ("cuda_oom", 7)
+
+
+@pytest.mark.parametrize(
+    ("case", "want"),
+    [
+        ("m-srun-mlperf-stable-diffusion-4node-32rank-success-then-rank30-nccl-system-error-"
+         "at-exit", "none"),
+        ("m-srun-mlperf-stable-diffusion-16node-64rank-fid-eval-valueerror-imaginary-component-"
+         "all-ranks", "python_exception"),
+    ],
+)
+def test_ranks_announced_again_after_training_are_no_collision(case: str, want: str) -> None:
+    """Lightning announces every rank again for the evaluation phase; training had run
+    between: the world formed, so the second announcement is no second launcher (was
+    rendezvous)."""
+    assert _analysis(case).diagnosis.verdict.category == want
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "m-mpirun-sagemaker-smddp-2node-16rank-mnist-ofi-ncclgetversion-warn-finished",
+        "m-torchrun-sagemaker-fsdp-falcon7b-2node-16rank-eval-loss-nan-finished",
+    ],
+)
+def test_sagemakers_training_success_ends_the_job(case: str) -> None:
+    """The training toolkit's ``Reporting training SUCCESS`` after NET/OFI warnings on every
+    rank: a finished job (was network)."""
+    a = _analysis(case)
+    assert (a.diagnosis.verdict.category, a.diagnosis.status) == ("none", "ok")
+
+
+def test_a_proxys_rank_is_not_a_global_rank() -> None:
+    """``[Proxy Service 4] Failed to execute operation Connect from rank 4`` in a TP group of
+    a 48-rank Megatron-DeepSpeed job: the communicator's rank 4, not global rank 4 (was named,
+    ``likely``)."""
+    v = _analysis("m-other-jsrun-megatron-ds-summit-48rank-nccl-proxy-connect-unhandled-cuda-"
+                  "error").diagnosis.verdict
+    assert (v.category, v.rank) == ("nccl_error", None)

@@ -51,15 +51,24 @@ def _over_joined(r: Event) -> Event | None:
 def claimed_twice(rows: Sequence[Event]) -> list[Event]:
     """The second claim of one global rank in one file and attempt (tag ``rank-claim``)
     becomes a rendezvous root: two launchers handed out the same ranks (Lightning started by
-    srun without one task per GPU, two agents per node), so the world can never form."""
+    srun without one task per GPU, two agents per node), so the world can never form. Training
+    after the first claim (any rank's progress in that file and attempt) shows the world
+    formed: the processes announced their ranks again (Lightning's line, once per strategy
+    set-up: training, then an evaluation phase, in MLPerf stable-diffusion runs of two
+    submitters, wild corpus part M)."""
     first: dict[tuple[str, int | None, int], Event] = {}
     promoted: dict[int, Event] = {}
+    progress: dict[tuple[str, int | None], int] = {}
+    for r in rows:
+        if carried_on(r):
+            key = (r.file, r.attempt)
+            progress[key] = max(progress.get(key, 0), r.line)
     for i, r in enumerate(rows):  # rows are in file and line order
         rank = r.rank
         if rank is None or not r.tagged("rank-claim"):
             continue
         earlier = first.setdefault((r.file, r.attempt, rank), r)
-        if earlier is not r:
+        if earlier is not r and progress.get((r.file, r.attempt), 0) <= earlier.line:
             promoted[i] = replace(
                 r,
                 role=ROOT,

@@ -51,14 +51,19 @@ _FAILURE_WORD = regex.compile(
     r"|overflow|nan\b|inf\b|unexpected|mismatch|duplicate|can't|cannot|unable)"
 )
 _PY_WARNING = regex.compile(r"[\w.]*Warning: ")
+_HANDLED = regex.compile(r"(?i:\bfall(?:ing)?[ -]?back\b)")
+"""A line that states its own fallback is an error its program handled (torchtitan's
+``Error running lspci: … fallback to use device_name``, DeepSpeed's ``FusedAdam CUDA build
+failed (…), falling back to …``)."""
 
 
 def _errorish(pre: Prefixed, msg: str) -> bool:
     """A line no pattern matched that still reads as a failure: an error-level logger prefix,
     or a failure word (NCCL prints fatal errors at WARN) outside a Python warning. Only such a
     line may be a near miss: a harmless line that happens to hold a needle (torchvision's
-    ``UserWarning: Failed to load image Python extension``) stays harmless."""
-    if _PY_WARNING.search(msg):
+    ``UserWarning: Failed to load image Python extension``) stays harmless, as does a line that
+    states its fallback (``_HANDLED``)."""
+    if _PY_WARNING.search(msg) or _HANDLED.search(msg):
         return False
     return (
         pre.level in ("E", "F", "C") or "NCCL WARN" in msg or _FAILURE_WORD.search(msg) is not None
