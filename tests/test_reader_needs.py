@@ -99,8 +99,28 @@ def test_the_first_need_is_declared_on_nccl_claims() -> None:
     assert {"nccl.ctx.comm_init", "nccl.ctx.channel"} <= firsts
 
 
+FIRST_NEED_GAPS = {
+    # Found by issue 40's sixth batch (tests/wild/README-m.md), open: SageMaker's per-host
+    # colours (an ANSI code before each host's lines) and two hosts' NCCL claims interleaved;
+    # the first-need shortcut counts a channel's repeats across them and drops twelve
+    # communicator claims the plain read keeps (the verdict is the same: a finished job).
+    "m-mpirun-sagemaker-smddp-2node-16rank-mnist-ofi-ncclgetversion-warn-finished": (
+        "first need merges two hosts' coloured NCCL claims"
+    ),
+}
+"""Jobs whose first-need read is known to differ from the plain read (strict xfail)."""
+
+
+def _first_need_params() -> list[object]:
+    return [
+        pytest.param(j, marks=pytest.mark.xfail(reason=FIRST_NEED_GAPS[j.name], strict=True))
+        if j.name in FIRST_NEED_GAPS else j
+        for j in JOBS
+    ]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("job", JOBS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("job", _first_need_params(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_first_need_keeps_every_bundled_and_wild_event(job: Path) -> None:
     cat = builtin_catalog()
     assert _read(job, cat) == _read(job, _plain(cat))
