@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from analyzer.api import Analysis, analyze
 from analyzer.catalog.model import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +29,13 @@ WILD = ROOT / "tests" / "wild"
 """The wild corpus: public failure logs with an expert's label."""
 SAMPLES = sorted(p.parent for p in SAMPLE_LOGS.glob("*/*/expected.toml"))
 """Every sample job directory (real and formats), each with its ``expected.toml``."""
+
+
+def wild_analysis(case: str | Path) -> Analysis:
+    """The analysis of a wild case (a name under ``tests/wild`` or a directory): its files but
+    the label."""
+    root = case if isinstance(case, Path) else WILD / case
+    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
 
 
 @cache

@@ -8,21 +8,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analyzer.api import Analysis, analyze
 from analyzer.decide.ids import RankId
 from analyzer.lines.pastes import pasted_prefix
 from analyzer.read.notebook import is_notebook, plain_block
-from tests.helpers import WILD
+from tests.helpers import WILD, wild_analysis
 
 KAGGLE = "l-accelerate-kaggle-notebook-2xt4-both-ranks-triton-outofresources-mamba3-bwd"
 VADR1 = "l-torchrun-vadr1-rank2-cuda-oom-localrank1-record"
 STEPVIDEO = "l-torchrun-stepvideo-rank3-oom-model-to-launcher-names-localrank2"
 NEURON = "l-unknown-neuron-8node-llama70b-rank197-fsx-neuron-cache-oserror"
-
-
-def _analysis(case: str | Path) -> Analysis:
-    root = case if isinstance(case, Path) else WILD / case
-    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
 
 
 def _cut(case: str, tmp_path: Path, keep: slice) -> Path:
@@ -40,7 +34,7 @@ def _cut(case: str, tmp_path: Path, keep: slice) -> Path:
 def test_a_notebooks_output_is_read_as_the_log_it_holds() -> None:
     """F5-TTS's Kaggle notebook: both ranks' Triton ``OutOfResources`` tracebacks are JSON
     strings (was ``unknown`` from torchrun's record, rank 1 ``assumed``)."""
-    v = _analysis(KAGGLE).diagnosis.verdict
+    v = wild_analysis(KAGGLE).diagnosis.verdict
     assert v.category == "python_exception"
     assert "OutOfResources" in v.cause
     assert v.rank is None and v.rank_rule == RankId.SAME_WAY_UNRANKED
@@ -69,7 +63,7 @@ def test_a_real_log_in_notebook_form_gets_the_same_verdict(tmp_path: Path) -> No
     job = tmp_path / "nb"
     job.mkdir()
     (job / "output.log").write_text("\n".join(nb) + "\n", encoding="utf-8")
-    plain, wrapped = _analysis(case).diagnosis.verdict, _analysis(job).diagnosis.verdict
+    plain, wrapped = wild_analysis(case).diagnosis.verdict, wild_analysis(job).diagnosis.verdict
     assert (wrapped.category, wrapped.rank) == (plain.category, plain.rank)
 
 
@@ -85,7 +79,7 @@ def test_json_lines_without_a_notebooks_keys_are_not_a_notebook() -> None:
 def test_another_workers_death_by_local_rank_leaves_no_culprit() -> None:
     """Vad-R1: ``[rank2]:`` OOM, then the agent stops three pids and records ``local_rank: 1``
     dead with exit code 1: two workers failed on their own (was rank 2, ``certain``)."""
-    v = _analysis(VADR1).diagnosis.verdict
+    v = wild_analysis(VADR1).diagnosis.verdict
     assert (v.category, v.rank, v.rank_rule) == ("cuda_oom", None, RankId.ANOTHER_DIED)
     assert "local rank 1" in v.rank_note
 
@@ -95,9 +89,9 @@ def test_a_local_record_that_may_be_the_named_rank_leaves_it(tmp_path: Path) -> 
     may be on another node or the agent's fourth worker, so the record settles nothing and the
     cut paste's ``possible`` stays. Vad-R1 without the record (the OOM and the stops): rank 2
     is named again."""
-    v = _analysis(STEPVIDEO).diagnosis.verdict
+    v = wild_analysis(STEPVIDEO).diagnosis.verdict
     assert (v.rank, v.rank_certainty) == (3, "possible")
-    v = _analysis(_cut(VADR1, tmp_path, slice(0, 4))).diagnosis.verdict
+    v = wild_analysis(_cut(VADR1, tmp_path, slice(0, 4))).diagnosis.verdict
     assert (v.rank, v.rank_certainty) == (2, "certain")
 
 
@@ -108,7 +102,7 @@ def test_two_whole_tracebacks_of_one_error_are_two_ranks() -> None:
     """accelerate FSDP (part J): two ranks' identical ``RuntimeError`` tracebacks, torchrun's
     record of rank 1 (was rank 1, ``likely``)."""
     case = "j-accelerate-fsdp-2proc-use-orig-params-grad-dtype-all-ranks"
-    v = _analysis(case).diagnosis.verdict
+    v = wild_analysis(case).diagnosis.verdict
     assert (v.category, v.rank, v.rank_rule) == (
         "python_exception", None, RankId.SAME_WAY_UNRANKED
     )
@@ -122,7 +116,7 @@ def test_one_traceback_and_the_record_keep_the_rank(tmp_path: Path) -> None:
     job = tmp_path / "one"
     job.mkdir()
     (job / "output.log").write_text("\n".join(raw[:second] + raw[end + 1 :]), encoding="utf-8")
-    v = _analysis(job).diagnosis.verdict
+    v = wild_analysis(job).diagnosis.verdict
     assert v.category == "python_exception" and v.rank == 1
 
 
@@ -134,6 +128,6 @@ def test_one_indented_line_is_a_quoted_line() -> None:
     margin is a quote's, so the line is read with its rank prefix and the job failed."""
     assert pasted_prefix(["    [rank197]: RuntimeError: x"]) == "    "
     assert pasted_prefix(["[gpu0] started"]) == ""
-    d = _analysis(NEURON).diagnosis
+    d = wild_analysis(NEURON).diagnosis
     assert d.status == "failed" and d.verdict.category == "python_exception"
     assert d.verdict.rank == 197

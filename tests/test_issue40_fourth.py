@@ -6,15 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.api import Analysis, analyze
 from analyzer.decide.certainty import certainty
 from analyzer.decide.ids import Certainty, RankId
-from tests.helpers import WILD
-
-
-def _analysis(case: str | Path) -> Analysis:
-    root = case if isinstance(case, Path) else WILD / case
-    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
+from tests.helpers import WILD, wild_analysis
 
 
 def _cut(case: str, tmp_path: Path, keep: slice | None = None, drop: int | None = None) -> Path:
@@ -40,7 +34,9 @@ def test_a_possible_rank_taken_from_a_local_rank_is_still_possible() -> None:
     assert certainty(0, RankId.PASTE_CUT, assumed=True) == Certainty.POSSIBLE
     assert certainty(0, None, assumed=True) == Certainty.ASSUMED
     assert certainty(3, RankId.OWN_TRACEBACK, assumed=True) == Certainty.ASSUMED
-    v = _analysis("k-accelerate-lmeval-hflm-abstract-method-typeerror-all-ranks").diagnosis.verdict
+    v = wild_analysis(
+        "k-accelerate-lmeval-hflm-abstract-method-typeerror-all-ranks"
+    ).diagnosis.verdict
     assert (v.rank, v.rank_certainty) == (0, "possible")
 
 
@@ -50,7 +46,9 @@ def test_a_possible_rank_taken_from_a_local_rank_is_still_possible() -> None:
 def test_a_traceback_of_another_rank_above_the_error_leaves_the_rank_possible() -> None:
     """torchtune: ``[rank0]: Traceback`` cut before its error line, then rank 1's watchdog CUDA
     error. Rank 0 failed too, perhaps first (was rank 1, ``certain``)."""
-    v = _analysis("k-tune-torchtune-pagedadamw-illegal-memory-access-rank0-rank1").diagnosis.verdict
+    v = wild_analysis(
+        "k-tune-torchtune-pagedadamw-illegal-memory-access-rank0-rank1"
+    ).diagnosis.verdict
     assert (v.category, v.rank, v.rank_certainty) == ("cuda_error", 1, "possible")
     assert v.rank_rule == RankId.EARLIER_TRACEBACK
 
@@ -58,7 +56,7 @@ def test_a_traceback_of_another_rank_above_the_error_leaves_the_rank_possible() 
 def test_a_traceback_of_another_rank_below_the_error_orders_nothing() -> None:
     """torchtune's llama-guard run: rank 0's OOM, then rank 3's traceback begins below it:
     rank 0 stays certain."""
-    v = _analysis("i-torchrun-torchtune-llamaguard-rank0-cuda-oom").diagnosis.verdict
+    v = wild_analysis("i-torchrun-torchtune-llamaguard-rank0-cuda-oom").diagnosis.verdict
     assert (v.category, v.rank, v.rank_certainty) == ("cuda_oom", 0, "certain")
 
 
@@ -71,7 +69,7 @@ def test_a_group_restarted_that_then_finished_is_no_failure() -> None:
     """NVIDIA's ft_launcher restarts the group after every rank's injected exception; attempt 1
     finishes (`worker group successfully finished`): no failure, the crash is a note (was
     python_exception)."""
-    d = _analysis(FT).diagnosis
+    d = wild_analysis(FT).diagnosis
     assert (d.status, d.verdict.category) == ("ok", "none")
     notes = [p for p in d.problems if "restarted the workers and attempt 1 finished" in p]
     assert any("Simulating a crash" in p or "Uncaught Exception" in p for p in notes)
@@ -80,7 +78,7 @@ def test_a_group_restarted_that_then_finished_is_no_failure() -> None:
 
 def test_a_group_restarted_that_did_not_finish_still_failed(tmp_path: Path) -> None:
     """The same log cut before the success lines: the restart alone proves nothing."""
-    d = _analysis(_cut(FT, tmp_path, keep=slice(0, 300))).diagnosis
+    d = wild_analysis(_cut(FT, tmp_path, keep=slice(0, 300))).diagnosis
     assert (d.status, d.verdict.category) == ("failed", "python_exception")
 
 
@@ -111,7 +109,7 @@ MLPERF = "k-srun-mlperf-llama70b-lora-16node-128rank-nccl-proxy-warns-at-exit-af
 def test_an_abort_at_exit_after_training_completed_is_no_failure() -> None:
     """torchtitan logs `Training completed`, then aborts while destroying the process group
     (SIGABRT, torchrun's ChildFailedError): the job did its work (was native_crash rank 1)."""
-    d = _analysis(TITAN).diagnosis
+    d = wild_analysis(TITAN).diagnosis
     assert (d.status, d.verdict.category) == ("ok", "none")
     assert any(p.startswith("at exit, not the cause: terminate called") for p in d.problems)
 
@@ -119,20 +117,22 @@ def test_an_abort_at_exit_after_training_completed_is_no_failure() -> None:
 def test_nccl_warnings_after_an_mlperf_success_are_no_failure() -> None:
     """NCCL's proxy warnings on every node after MLPerf's `run_stop` with `"status":
     "success"` (was nccl_error)."""
-    d = _analysis(MLPERF).diagnosis
+    d = wild_analysis(MLPERF).diagnosis
     assert (d.status, d.verdict.category) == ("ok", "none")
 
 
 def test_without_the_finish_line_the_abort_is_the_failure(tmp_path: Path) -> None:
     """The torchtitan log without its `Training completed` line: the abort fails the job."""
-    v = _analysis(_cut(TITAN, tmp_path, drop=5)).diagnosis.verdict
+    v = wild_analysis(_cut(TITAN, tmp_path, drop=5)).diagnosis.verdict
     assert (v.category, v.rank) == ("native_crash", 1)
 
 
 def test_an_error_code_after_a_success_still_fails_the_job() -> None:
     """MXNet's MLPerf ResNet: `run_stop` success, then one process killed by SIGALRM (exit code
     142) and mpirun aborts: an exit with an error code is not a crash at exit."""
-    v = _analysis("k-mpirun-mxnet-resnet-16gpu-rank9-sigalrm-after-run-success").diagnosis.verdict
+    v = wild_analysis(
+        "k-mpirun-mxnet-resnet-16gpu-rank9-sigalrm-after-run-success"
+    ).diagnosis.verdict
     assert (v.category, v.rank) == ("unknown", 9)
 
 
@@ -142,7 +142,7 @@ def test_an_error_code_after_a_success_still_fails_the_job() -> None:
 def test_rocm_out_of_memory_is_a_gpu_out_of_memory() -> None:
     """ROCm's torch prints `HIP out of memory. Tried to allocate …` (two AMD GPUs under mpirun,
     every rank alike): cuda_oom, no rank (was python_exception)."""
-    v = _analysis("l-mpirun-2rank-amd-hip-deepspeed-init-all-ranks-hip-oom").diagnosis.verdict
+    v = wild_analysis("l-mpirun-2rank-amd-hip-deepspeed-init-all-ranks-hip-oom").diagnosis.verdict
     assert (v.category, v.rank) == ("cuda_oom", None)
 
 
@@ -164,20 +164,20 @@ MLPERF_HELPER = "l-srun-mlperf-nemo-lora-sysjson-step-error-run-succeeded"
 def test_errors_before_a_ray_job_that_succeeded_were_survived(tmp_path: Path) -> None:
     """NeMo-RL's vLLM workers print TorchInductor cache errors, then `ray job submit` reports
     `Job '…' succeeded` (was storage, rank 0 certain). Cut before that line, they fail it."""
-    d = _analysis(RAY_OK).diagnosis
+    d = wild_analysis(RAY_OK).diagnosis
     assert (d.status, d.verdict.category) == ("ok", "none")
     assert d.problems and all("survived error" in p for p in d.problems)
-    assert _analysis(_cut(RAY_OK, tmp_path, keep=slice(0, 148))).diagnosis.status == "failed"
+    assert wild_analysis(_cut(RAY_OK, tmp_path, keep=slice(0, 148))).diagnosis.status == "failed"
 
 
 def test_a_task_exit_above_the_jobs_own_finish_was_not_its_end(tmp_path: Path) -> None:
     """An MLPerf run's helper srun step exits 1, then the training reports `run_stop` with
     `"status": "success"` (was unknown, task 0 possible). Without that line, the exit fails the
     job."""
-    d = _analysis(MLPERF_HELPER).diagnosis
+    d = wild_analysis(MLPERF_HELPER).diagnosis
     assert (d.status, d.verdict.category) == ("ok", "none")
     assert any("task exited with a non-zero code" in p for p in d.problems)
-    cut = _analysis(_cut(MLPERF_HELPER, tmp_path, drop=108)).diagnosis
+    cut = wild_analysis(_cut(MLPERF_HELPER, tmp_path, drop=108)).diagnosis
     assert cut.status == "failed"
 
 
@@ -188,14 +188,14 @@ def test_undated_copies_above_the_launchers_stops_failed_alike(tmp_path: Path) -
     """Six undated copies of GLM-130B's AssertionError, all above torchrun's SIGTERMs of seven
     workers, and one death record (rank 7): the ranks failed alike (was rank 7, ``likely``).
     Without the SIGTERM lines nothing says the copies are other workers'."""
-    v = _analysis(GLM).diagnosis.verdict
+    v = wild_analysis(GLM).diagnosis.verdict
     assert (v.category, v.rank, v.rank_rule) == ("python_exception", None, "same-way-unranked")
     lines = (WILD / GLM / "output.log").read_bytes().split(b"\n")
     job = tmp_path / "no-stops"
     job.mkdir()
     kept = [ln for ln in lines if b"closing signal SIGTERM" not in ln]
     (job / "output.log").write_bytes(b"\n".join(kept))
-    assert _analysis(job).diagnosis.verdict.rank == 7
+    assert wild_analysis(job).diagnosis.verdict.rank == 7
 
 
 POLARIS = "l-mpiexec-polaris-aws-ofi-nccl-first-allgather-hang-all-ranks"
@@ -206,7 +206,7 @@ def test_an_excerpt_of_a_larger_communicator_names_no_missing_rank(tmp_path: Pat
     say `nranks 8`: four ranks are not in the excerpt, so rank 7 is not the one the others
     waited for (was rank 7, ``likely``). Without the lines that give the size, the four ranks in
     view are all the log knows, and the missing-rank strategy still names rank 7."""
-    v = _analysis(POLARIS).diagnosis.verdict
+    v = wild_analysis(POLARIS).diagnosis.verdict
     assert (v.category, v.rank) == ("collective_timeout", None)
     lines = (WILD / POLARIS / "output.log").read_bytes().split(b"\n")
     job = tmp_path / "no-sizes"
@@ -214,4 +214,4 @@ def test_an_excerpt_of_a_larger_communicator_names_no_missing_rank(tmp_path: Pat
     (job / "output.log").write_bytes(
         b"\n".join(ln for ln in lines if b"nranks 8" not in ln and b"nRanks 8" not in ln)
     )
-    assert _analysis(job).diagnosis.verdict.rank == 7
+    assert wild_analysis(job).diagnosis.verdict.rank == 7

@@ -8,17 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.api import Analysis, analyze
+from analyzer.api import analyze
 from analyzer.read.tracebacks import opens
-from tests.helpers import FORMATS, WILD
+from tests.helpers import FORMATS, WILD, wild_analysis
 
 MONARCH = "l-monarch-torchforge-titantrainer1-checkpoint-save-write-failure"
 ACCEL_STDERR = "l-accelerate-docker-localrank1-sigbus-accelerate-test"
-
-
-def _analysis(case: str) -> Analysis:
-    root = WILD / case
-    return analyze([p for p in sorted(root.iterdir()) if p.name != "expected.toml"])
 
 
 def _line(case: str, needle: str) -> str:
@@ -31,7 +26,7 @@ def test_a_header_after_a_programs_preface_opens_a_traceback() -> None:
     """Monarch's actor mesh prints ``… processing error: Traceback (most recent call last):``
     on one line, then the frames; the job was called ``none`` (no traceback read)."""
     assert opens(_line(MONARCH, "processing error: Traceback"))
-    v = _analysis(MONARCH).diagnosis.verdict
+    v = wild_analysis(MONARCH).diagnosis.verdict
     assert v.category != "none"
     assert v.pattern_id == "python.traceback"
     # the frames under the preface are read: torchtitan's checkpointer's save
@@ -53,7 +48,7 @@ def test_a_field_or_stream_name_before_the_header_is_no_preface(case: str, needl
 
 
 def test_the_launchers_traceback_behind_a_stream_name_keeps_its_verdict() -> None:
-    v = _analysis(ACCEL_STDERR).diagnosis.verdict
+    v = wild_analysis(ACCEL_STDERR).diagnosis.verdict
     assert (v.category, v.rank) == ("native_crash", 1)
 
 
@@ -78,14 +73,14 @@ BRIDGE = "l-torchrun-bridge-llm-sft-rank1-sigabrt-cuda-check-host-allocator"
 def test_a_failed_cuda_check_in_a_native_stack_is_a_cuda_error() -> None:
     """A native stack through ``c10_cuda_check_implementation`` (the error's text cut above
     it) above torchrun's table naming one worker dead of SIGABRT: was ``native_crash``."""
-    v = _analysis(BRIDGE).diagnosis.verdict
+    v = wild_analysis(BRIDGE).diagnosis.verdict
     assert (v.category, v.pattern_id) == ("cuda_error", "cuda.error.check_frame")
 
 
 def test_the_tables_one_exit_code_names_the_unranked_roots_rank() -> None:
     """ChildFailedError's table with one failure (``exitcode : -6``) is the one worker the
     launcher reports dead: the unprefixed stack above it is that worker's (was no rank)."""
-    v = _analysis(BRIDGE).diagnosis.verdict
+    v = wild_analysis(BRIDGE).diagnosis.verdict
     assert (v.rank, v.rank_rule) == (1, "only-death")
 
 
@@ -104,7 +99,7 @@ def test_a_line_that_states_its_fallback_is_no_root() -> None:
     """torchtitan's ``Error running lspci: [Errno 2] No such file or directory: 'lspci',
     fallback to use device_name`` at start-up was the verdict (storage) of three runs that died
     hours later of a CUDA error or an OOM on one rank."""
-    v = _analysis("m-torchrun-torchtitan-pp8-rtx5090-rank7-last-stage-cuda-oom-stale-process-"
+    v = wild_analysis("m-torchrun-torchtitan-pp8-rtx5090-rank7-last-stage-cuda-oom-stale-process-"
                   "others-sigterm").diagnosis.verdict
     assert (v.category, v.rank) == ("cuda_oom", 7)
 
@@ -122,7 +117,7 @@ def test_ranks_announced_again_after_training_are_no_collision(case: str, want: 
     """Lightning announces every rank again for the evaluation phase; training had run
     between: the world formed, so the second announcement is no second launcher (was
     rendezvous)."""
-    assert _analysis(case).diagnosis.verdict.category == want
+    assert wild_analysis(case).diagnosis.verdict.category == want
 
 
 @pytest.mark.parametrize(
@@ -135,7 +130,7 @@ def test_ranks_announced_again_after_training_are_no_collision(case: str, want: 
 def test_sagemakers_training_success_ends_the_job(case: str) -> None:
     """The training toolkit's ``Reporting training SUCCESS`` after NET/OFI warnings on every
     rank: a finished job (was network)."""
-    a = _analysis(case)
+    a = wild_analysis(case)
     assert (a.diagnosis.verdict.category, a.diagnosis.status) == ("none", "ok")
 
 
@@ -143,6 +138,6 @@ def test_a_proxys_rank_is_not_a_global_rank() -> None:
     """``[Proxy Service 4] Failed to execute operation Connect from rank 4`` in a TP group of
     a 48-rank Megatron-DeepSpeed job: the communicator's rank 4, not global rank 4 (was named,
     ``likely``)."""
-    v = _analysis("m-other-jsrun-megatron-ds-summit-48rank-nccl-proxy-connect-unhandled-cuda-"
+    v = wild_analysis("m-other-jsrun-megatron-ds-summit-48rank-nccl-proxy-connect-unhandled-cuda-"
                   "error").diagnosis.verdict
     assert (v.category, v.rank) == ("nccl_error", None)
