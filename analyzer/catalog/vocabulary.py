@@ -67,6 +67,9 @@ TAGS: dict[str, str] = {
     "down (DeepSpeed, torch.distributed.launch 1.x); it names every worker it started",
     "traceback-owner": "names the process whose traceback follows (mp.spawn's `-- Process N "
     "terminated with the following error:`): that traceback's events are its process's",
+    "stops-silently": "a launcher's record of the first worker it saw die, from a launcher that "
+    "then stops the others without a line (mp.spawn's join terminates them): the workers it "
+    "stopped are not in view, so copies of one error above the record are not outnumbered by it",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",
     "childfailed-rootcause": "the 'Root Cause (first observed failure)' line of that block",
     "childfailed-field": "a field line of one failure in that block",

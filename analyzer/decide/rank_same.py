@@ -4,6 +4,7 @@ or a paste that hides what came first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -89,20 +90,38 @@ def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
     first one exits, so it reports only one death). Two copies may be one process printing its
     error twice (the handler that logs it, then the exception): they keep the rank, unless
     each is a whole traceback of its own (``_whole``)."""
-    stopped = {r.rank for r in job.rows if r.rank is not None and killed_by_launcher(r)}
-    # torchrun names the workers it stops by pid only ("Sending process 143 closing signal
-    # SIGTERM"): each such pid is one more worker
-    signalled = {
-        r.role_of("pid") for r in job.rows if r.rank is None and killed_by_launcher(r)
-    } - {None}
     times = [r.time for r in copies if r.time is not None]
     if not dead or len(copies) < (2 if _whole(copies) else 3):
         return False
-    if len(dead | stopped) + len(signalled) < len(copies):
+    silent = _silent_records(job)
+    named = _named_workers(job, dead)
+    if named < len(copies) and not (silent and _whole(copies)):
         return False
     if len(times) == len(copies):
         return max(times) - min(times) <= SKEW
-    return _before_the_stop(job, copies)
+    return _before_the_stop(job, copies, silent)
+
+
+def _named_workers(job: JobView, dead: set[int]) -> int:
+    """Workers the launcher names: dead on their own, stopped by rank or by pid only (torchrun's
+    "Sending process 143 closing signal SIGTERM")."""
+    stopped = {r.rank for r in job.rows if r.rank is not None and killed_by_launcher(r)}
+    signalled = {
+        r.role_of("pid") for r in job.rows if r.rank is None and killed_by_launcher(r)
+    } - {None}
+    return len(dead | stopped) + len(signalled)
+
+
+def _silent_records(job: JobView) -> list[Event]:
+    """The death records of a launcher that stops the other workers without a line (tag
+    ``stops-silently``: mp.spawn's ``process N terminated with exit code 1``). Its record names
+    only the first death it saw, and the workers it terminated are not in view, so whole
+    tracebacks of one error above it are each a worker's own, however many it names. Seen in
+    two projects: the PyTorch DDP tutorial run in a notebook (four children's ``Can't get
+    attribute 'demo_basic'``, ``process 0 terminated``; part M) and PaddlePaddle's
+    ``dist.spawn`` in a notebook (PaddlePaddle/Paddle#44261: eight children's copies of one
+    unpickling error)."""
+    return [r for r in job.rows if r.tagged("stops-silently") and died_on_its_own(r)]
 
 
 def _whole(copies: list[Event]) -> bool:
@@ -116,7 +135,9 @@ def _whole(copies: list[Event]) -> bool:
     return all(c.traceback is not None and not headless(c) for c in copies)
 
 
-def _before_the_stop(job: JobView, copies: list[Event]) -> bool:
+def _before_the_stop(
+    job: JobView, copies: list[Event], silent: Sequence[Event] = ()
+) -> bool:
     """Undated copies, all in one file above the launcher's first stop of a worker there: each
     was printed before the launcher reacted to the first exit, so none came after another's
     death. Seen once in the corpus (GLM-130B's eight ranks' AssertionError above torchrun's
@@ -127,6 +148,7 @@ def _before_the_stop(job: JobView, copies: list[Event]) -> bool:
         return False
     (f,) = files
     stops = [r.line for r in job.rows if r.file == f and killed_by_launcher(r)]
+    stops += [r.line for r in silent if r.file == f]  # the silent launcher's record is its stop
     return bool(stops) and max(c.line for c in copies) < min(stops)
 
 
@@ -219,20 +241,40 @@ def uniform(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A start-up error every rank raises alike (a bad argument, a missing module) names no
     rank when the logs show no other rank: the launcher reported the first copy it saw. Other
     ranks seen without it (a node with a broken environment), or a launcher that reports this
-    rank as the only one that died on its own and stopped the others, keep the rank."""
+    rank as the only one that died on its own and stopped the others, keep the rank; so does
+    a rank taken from its own traceback beside the line (SimpleTuner's collective-mismatch
+    report next to rank 7's traceback, part J): it is shown failing its own way."""
     e = p.event
     if e is None or not alone(p) or d.rank is None:
         return None
     if not (info(e.category).uniform or e.tagged("uniform") or uniform_by_detail(e, job.rows)):
         return None
-    if launcher_singled_out(job.rows, d.rank):
+    if _from_own_traceback(d) or launcher_singled_out(job.rows, d.rank):
         return None
-    sig = signature(e)
-    others = any(
-        r.rank is not None and r.rank != d.rank and r.role != CONTEXT and signature(r) != sig
+    if _seen_without(job, d.rank, signature(e)):
+        return None
+    return d.unnamed(RankId.UNIFORM, rank=d.rank)
+
+
+def _from_own_traceback(d: RankDecision) -> bool:
+    """The rank was taken from its own traceback beside the line: it failed its own way."""
+    return any(x.traceback is not None and x.rank == d.rank for x in d.evidence)
+
+
+def _seen_without(job: JobView, rank: int, sig: tuple[str, str]) -> bool:
+    """Another rank is seen without the error: a line of its own with another signature. A
+    launcher's line about another rank (its exit record, its stop) is no such sight: its death
+    fits the same error (torchtitan's 8 ranks on a bad option: torchrun shows rank 0's parser
+    box, records rank 4's exit 2 first and stops the rest; part M)."""
+    return any(
+        r.rank is not None
+        and r.rank != rank
+        and r.role != CONTEXT
+        and signature(r) != sig
+        and not exit_record(r)
+        and not killed_by_launcher(r)
         for r in job.rows
     )
-    return None if others else d.unnamed(RankId.UNIFORM, rank=d.rank)
 
 
 def paste_cut(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
