@@ -78,3 +78,79 @@ def test_dali_reader_file_errors_are_storage() -> None:
         v = wild_analysis(case).diagnosis.verdict
         assert (v.category, v.pattern_id) == ("storage", "storage.dali.reader_file"), case
         assert path in v.cause, case
+
+
+# -- After the seventh final batch's first run (part N, tests/wild/README-n.md) ---------------
+
+LORA_1NODE = "n-srun-1node-mlperf-llama2-70b-lora-nemo-trial10"
+LEONARDO = "n-srun-100task-mpi-vqt-leonardo"
+SD_1NODE = "n-srun-1node-8task-nemo-stable-diffusion-mlperf-trial"
+SD_4NODE = "n-srun-4node-32task-nemo-stable-diffusion-mlperf-trial"
+NEMO_CKPT = "n-torchrun-nemo-pretrain-checkpoint-run"
+JEANZAY = "n-distlaunch-jeanzay-speechbrain-train"
+TITAN_DONE = "j-torchrun-torchtitan-2gpu-abort-at-pg-destroy-after-training-done"
+BERT_N = "n-srun-2node-mlperf-bert-apptainer-run"
+BERT_M = "m-srun-mlperf-bert-2node-unexpanded-hostlist-master-addr-c10d-gai-error-until-scancel"
+RESNET = "n-mpirun-2node-mlperf-resnet-hyperplane"
+
+
+def test_slurmstepds_line_under_a_task_label_is_not_that_tasks() -> None:
+    """`` 0: slurmstepd: … oom_kill event`` above srun's ``task 5: Out Of Memory``: was rank 0
+    (`certain`), a wrong accusation. slurmstepd writes into one task's stream of the node."""
+    a = wild_analysis(LORA_1NODE)
+    oom = [r for r in a.events.iter_rows(named=True) if r["pattern_id"] == "memory.host.oom_kill"]
+    assert oom and all(r["rank"] is None for r in oom)
+    assert (a.diagnosis.verdict.category, a.diagnosis.verdict.rank) == ("host_oom", 5)
+
+
+def test_srun_saying_out_of_memory_outweighs_its_killed_records() -> None:
+    """Leonardo: ``task 25: Out Of Memory``, then srun's teardown ``Killed`` of many tasks:
+    was no rank."""
+    v = wild_analysis(LEONARDO).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule) == ("host_oom", 25, "srun-task")
+    assert v.rank_certainty == "possible"
+
+
+def test_a_process_announcing_its_rank_under_srun_makes_tasks_ranks() -> None:
+    """Lightning's ``Initializing distributed: GLOBAL_RANK: N`` under ``srun -l`` on eight
+    (and 32) tasks: the task id is the rank; was no rank for the one task whose store failed."""
+    for case, rank in ((SD_1NODE, 2), (SD_4NODE, 16)):
+        v = wild_analysis(case).diagnosis.verdict
+        assert (v.category, v.rank) == ("rendezvous", rank), case
+
+
+def test_a_paste_cut_above_a_frame_under_python_311_markers_opens_the_traceback() -> None:
+    """NeMo-Run's rank-0 traceback begins with a source line and its ``^^^^`` markers: was
+    ``none`` (nothing read); its frames run through Lightning's ModelCheckpoint."""
+    v = wild_analysis(NEMO_CKPT).diagnosis.verdict
+    assert (v.category, v.rank) == ("checkpoint", 0)
+
+
+def test_a_launchers_failure_report_alone_is_a_failed_job() -> None:
+    """torch.distributed.launch's traceback ending in ``ChildFailedError:`` and ``train.py
+    FAILED``, the table cut: was ``none``."""
+    a = wild_analysis(JEANZAY)
+    assert a.diagnosis.status == "failed"
+    assert (a.diagnosis.verdict.category, a.diagnosis.verdict.rank) == ("unknown", None)
+    assert "launcher reports failed workers" in a.diagnosis.verdict.cause
+
+
+def test_a_failure_report_after_the_training_ended_stays_none() -> None:
+    v = wild_analysis(TITAN_DONE).diagnosis.verdict
+    assert v.category == "none"
+
+
+def test_a_store_address_that_is_a_node_list_is_rendezvous() -> None:
+    """c10d's warning that it cannot resolve ``(nodeai[01,05], 53394)``, repeated until the job
+    was cancelled: was the cancel."""
+    for case in (BERT_N, BERT_M):
+        v = wild_analysis(case).diagnosis.verdict
+        assert (v.category, v.pattern_id) == (
+            "rendezvous", "launch.rendezvous.address_not_a_host"), case
+
+
+def test_mlperf_v06_run_stop_success_ends_the_training() -> None:
+    """An srun cache-clearing step failed, then the run ended with mlperf_logging 0.6's
+    ``run_stop … "status": "success"``: was ``unknown``."""
+    a = wild_analysis(RESNET)
+    assert (a.diagnosis.status, a.diagnosis.verdict.category) == ("ok", "none")

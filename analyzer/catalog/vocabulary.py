@@ -70,6 +70,10 @@ TAGS: dict[str, str] = {
     "stops-silently": "a launcher's record of the first worker it saw die, from a launcher that "
     "then stops the others without a line (mp.spawn's join terminates them): the workers it "
     "stopped are not in view, so copies of one error above the record are not outnumbered by it",
+    "step-daemon": "a message of slurmstepd (the node's step daemon) that it writes into one "
+    "task's stream: an srun label on it names the stream's node, not the task it is about",
+    "failed-report": "a launcher says its workers failed (torchrun's ChildFailedError, `train.py "
+    "FAILED`) without saying how: a job whose log has only this failed, cause unknown",
     "childfailed-header": "the first line of torchrun's ChildFailedError block",
     "childfailed-rootcause": "the 'Root Cause (first observed failure)' line of that block",
     "childfailed-field": "a field line of one failure in that block",

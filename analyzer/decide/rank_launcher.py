@@ -22,7 +22,7 @@ from analyzer.decide.rank_model import (
     unsettled,
 )
 from analyzer.decide.rules import Proposal
-from analyzer.model.event import Event
+from analyzer.model.event import ROOT, Event
 
 
 def slurm_end(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
@@ -97,11 +97,14 @@ def _named_tasks(job: JobView, e: Event) -> set[str | None]:
         return {e.role_of("task")} if (e.role_of("task") or "").isdecimal() else set()
     if e.category not in _TASK_DEATHS:
         return _own_exit_on(job, e.node or e.host)
-    return {
-        r.role_of("task")
-        for r in job.rows
-        if r.category == e.category and (r.role_of("task") or "").isdecimal()
-    }
+    named = [
+        r for r in job.rows if r.category == e.category and (r.role_of("task") or "").isdecimal()
+    ]
+    # srun's record that says why (``task 25: Out Of Memory``, a root) outweighs its bare
+    # ``Killed`` records, which are also its teardown of a cancelled step (Leonardo's 100-task
+    # MPI job, part N; the MLPerf runs' ``task 5: Out Of Memory``)
+    roots = [r for r in named if r.role == ROOT]
+    return {r.role_of("task") for r in roots or named}
 
 
 def _own_exit_on(job: JobView, host: str | None) -> set[str | None]:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from analyzer.catalog.vocabulary import Category, info, strength
 from analyzer.decide import verdict_texts
+from analyzer.decide.failed_report import failed_report
 from analyzer.decide.hangs import find_culprit
 from analyzer.decide.ids import VerdictId
 from analyzer.decide.jobview import JobView
@@ -240,7 +241,10 @@ def dead_worker(job: JobView) -> Proposal | None:
     exited alike (the same code) are compared as a root's copies are."""
     dead = [r for r in job.rows if exit_code(r) is not None]
     if not dead:
-        return None
+        report = failed_report(job)  # no exit record: the launcher's report that workers failed
+        return None if report is None else Proposal(
+            VerdictId.DEAD_WORKER, report, CONFIDENCE[VerdictId.DEAD_WORKER], category="unknown"
+        )
     own = [r for r in dead if not exit_code_stopped(r)] or dead
     event, same = _copies(earliest(own), own, exit_code)
     category = SIGNAL_CATEGORY.get(exit_code(event) or 0, Category.UNKNOWN)

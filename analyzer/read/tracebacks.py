@@ -110,13 +110,21 @@ def belongs(tb: Traceback, msg: str) -> tuple[regex.Match[str] | None, bool] | N
 def frame_below(blk: Block, e: int, read: Callable[[bytes], tuple[str, Prefixed]]) -> bool:
     """Whether the next line with text after offset ``e`` is a traceback frame (the log
     then begins with the source line of a frame whose ``File`` line was cut off). Empty
-    lines are passed over: an unwrapped block keeps one where each joined piece was.
+    lines are passed over: an unwrapped block keeps one where each joined piece was; so is
+    Python 3.11's marker line under a source line (``^^^^^^``, ``~~~^^^``: NeMo-Run's
+    rank-0 traceback cut above its first frame, part N).
     ``read``: (text, prefixes) of a raw line (``LineMatcher.line``)."""
     data = blk.data
     while e < len(data):
         nxt = blk.line_end(e + 1)
         raw = data[e + 1 : min(nxt, e + 1 + WINDOW_BYTES)]
         if raw.strip():
-            return FRAME.match(read(raw)[1].message) is not None
+            msg = read(raw)[1].message
+            if not _MARKERS.fullmatch(msg):
+                return FRAME.match(msg) is not None
         e = nxt
     return False
+
+
+_MARKERS = regex.compile(r"\s*[\^~]+\s*")
+"""Python 3.11's position markers under a frame's source line."""

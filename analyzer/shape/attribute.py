@@ -260,7 +260,8 @@ def _place(
     (one node: local rank is global; node index × processes per node + local rank)."""
     geo = ctx.geo
     host = ctx.roles.get(ev, "host") or ev.nccl_host or ev.prefix_host or sc.file.node_hint
-    rank, node_index, host, from_task = _by_task(geo, ev, rank, host)
+    own = "step-daemon" not in ctx.roles.tags(ev)
+    rank, node_index, host, from_task = _by_task(geo, ev, rank, host, own)
     block = ctx.blocks.get(id(ev))
     if block is not None:
         rank, local_rank = block.rank, block.local_rank
@@ -283,13 +284,15 @@ def _place(
 
 
 def _by_task(
-    geo: Geometry, ev: RawEvent, rank: int | None, host: str | None
+    geo: Geometry, ev: RawEvent, rank: int | None, host: str | None, own: bool = True
 ) -> tuple[int | None, int | None, str | None, bool]:
     """(rank, node index, host, whether the rank is the srun task id) of an event: the task
-    id is the node index, or the rank when each srun task is a rank (``task_is_rank``)."""
+    id is the node index, or the rank when each srun task is a rank (``task_is_rank``). A line
+    that is not the task's own (``own``: slurmstepd's message in that task's stream) gives its
+    node only."""
     if not geo.task_is_rank or ev.task is None:
         return rank, ev.task, host, False
-    if rank is not None:
+    if rank is not None or not own:
         return rank, None, host or geo.task_hosts.get(ev.task), False
     return ev.task, None, host or geo.task_hosts.get(ev.task), True
 
