@@ -536,6 +536,18 @@ def test_only_death_follows_victim_for_an_unknown_failure() -> None:
     assert (d.rank, d.rule, d.evidence) == (0, "only-death", (dead,))
 
 
+def test_first_observed_a_launchers_record_by_local_rank_alone_is_possible() -> None:
+    """torchrun's ``failed (exitcode: 1) local_rank: 0`` with nothing else (its local rank
+    taken as global): the first exit it observed, possible; not once it stopped the others."""
+    dead = ev("unknown", "symptom", rank=0, tags=("death",), roles={"exit_code": "1"},
+              rank_assumed=True)
+    d = ranked(dead)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, True)) == (0, "first-observed", "possible")
+    stopped = ev("unknown", "symptom", rank=1, line=2, tags=("death",),
+                 roles={"exit_code": "-15"})
+    assert ranked(dead, stopped).rule != "first-observed"
+
+
 @pytest.mark.parametrize(("tasks", "rule", "node"), [(["1"], "srun-exit", "1"),
                                                      (["0", "1"], "srun-exits-many", None)])
 def test_srun_exit_names_the_node(tasks: list[str], rule: str, node: str | None) -> None:

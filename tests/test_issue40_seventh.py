@@ -154,3 +154,28 @@ def test_mlperf_v06_run_stop_success_ends_the_training() -> None:
     ``run_stop … "status": "success"``: was ``unknown``."""
     a = wild_analysis(RESNET)
     assert (a.diagnosis.status, a.diagnosis.verdict.category) == ("ok", "none")
+
+
+TRIXIE = "n-torchrun-multinode-trixie-run"
+
+
+def test_the_launchers_first_record_by_local_rank_alone_is_possible() -> None:
+    """Only torchrun's ``failed (exitcode: 1) local_rank: 0``, no worker output: was rank 0
+    (`assumed`), a wrong accusation; now the only failing rank in view."""
+    v = wild_analysis(TRIXIE).diagnosis.verdict
+    assert (v.rank, v.rank_rule, v.rank_certainty) == (0, "first-observed", "possible")
+
+
+def test_a_record_after_which_the_launcher_stopped_the_others_keeps_its_rank(
+    make_job: MakeJob,
+) -> None:
+    """torchtitan's agent lines alone (seven SIGTERMs, then rank 4's exit 2): the launcher
+    singled rank 4 out, so the record is not only the first it observed."""
+    lines = _log(TITAN).splitlines(keepends=True)
+    agent = [ln for ln in lines if "multiprocessing/api.py" in ln]
+    job = make_job({"output.log": "".join(agent)})
+    from analyzer.api import analyze
+
+    v = analyze([job / "output.log"]).diagnosis.verdict
+    assert v.rank == 4
+    assert v.rank_rule != "first-observed"

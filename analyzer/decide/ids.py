@@ -47,6 +47,7 @@ class RankId(StrEnum):
     OWN_TRACEBACK = "own-traceback"
     VICTIM = "victim"
     ONLY_DEATH = "only-death"
+    FIRST_OBSERVED = "first-observed"
     SRUN_TASK = "srun-task"
     SRUN_EXIT = "srun-exit"
     SRUN_EXITS_MANY = "srun-exits-many"

@@ -9,7 +9,12 @@ from analyzer.catalog.vocabulary import Category
 from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
-from analyzer.decide.predicates import dead_not_stopped, died_on_its_own, own_task_exit
+from analyzer.decide.predicates import (
+    dead_not_stopped,
+    died_on_its_own,
+    launcher_singled_out,
+    own_task_exit,
+)
 from analyzer.decide.rank_model import (
     FAILED,
     NEAR_LINES,
@@ -60,6 +65,24 @@ def only_death(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | Non
         return None
     (r,) = dead.values()
     return d.taken_from(r, RankId.ONLY_DEATH)
+
+
+def first_observed(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A failure known only from the launcher's record of one worker's exit by its local rank
+    (taken as global on what looks like one node; no line of the worker's own says anything),
+    when the launcher did not stop the others after it: the record names the first exit it
+    observed, the only failing rank in view, so *possible*.
+    Seen in part N (a torchrun agent of a multi-node job naming local rank 0 on a node the log
+    does not place: a wrong accusation before) and in pastes of that record alone
+    (showlab/EgoVLP#21, Facico/Chinese-Vicuna#113); hiyouga/LlamaFactory#701's table shows why
+    the first record is no culprit: ranks 1, 2 and 3 exited 1 alike. A launcher that stopped
+    the other workers after this exit (``launcher_singled_out``) keeps the rank."""
+    e = p.event
+    if e is None or d.rank is None or d.rule is not None or not e.tagged("death"):
+        return None
+    if not e.rank_assumed or launcher_singled_out(job.rows, d.rank):
+        return None  # a record with the global rank (a ChildFailedError table), or singled out
+    return d.why(RankId.FIRST_OBSERVED, rank=d.rank)
 
 
 _TASK_DEATHS = frozenset({Category.HOST_OOM, Category.NATIVE_CRASH})
@@ -198,6 +221,16 @@ ONLY_DEATH = RankRule(
     frozenset({VerdictId.ROOT, VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
     only_death,
 )
+FIRST_OBSERVED = RankRule(
+    one(
+        RankId.FIRST_OBSERVED,
+        "only the launcher's record of rank {rank}'s exit is in view: the first exit it "
+        "observed, the only failing rank in view",
+        Certainty.POSSIBLE,
+    ),
+    frozenset({VerdictId.DEAD_WORKER, VerdictId.UNKNOWN}),
+    first_observed,
+)
 SRUN_TASK = RankRule(
     one(
         RankId.SRUN_TASK,
@@ -245,6 +278,7 @@ RULES: tuple[RankRule, ...] = (
     SLURM_END,
     PEER_DIED_FIRST,
     ONLY_DEATH,
+    FIRST_OBSERVED,
     SRUN_TASK,
     SRUN_EXIT,
     NOT_JOINED,

@@ -234,17 +234,16 @@ def unknown(job: JobView) -> Proposal | None:
 
 def dead_worker(job: JobView) -> Proposal | None:
     """No root, SLURM end or symptom, but a worker's exit record (a non-zero exit code in
-    torchrun's ChildFailedError block, an agent's or srun's exit line): the job failed and no
-    line says why. The verdict is ``unknown`` (a native crash or host OOM when the worker died of
-    a signal that says so, ``SIGNAL_CATEGORY``), made from the first worker that exited on its own
-    (one the launcher stopped, SIGTERM/SIGINT, only when no other did); several workers that
-    exited alike (the same code) are compared as a root's copies are."""
+    torchrun's ChildFailedError block, an agent's or srun's exit line) or, without one, the
+    launcher's report that workers failed (``failed_report``): the job failed and no line says
+    why. The verdict is ``unknown`` (a native crash or host OOM when the worker died of a signal
+    that says so, ``SIGNAL_CATEGORY``), made from the first worker that exited on its own (one
+    the launcher stopped only when no other did); workers that exited alike are copies."""
     dead = [r for r in job.rows if exit_code(r) is not None]
     if not dead:
-        report = failed_report(job)  # no exit record: the launcher's report that workers failed
-        return None if report is None else Proposal(
-            VerdictId.DEAD_WORKER, report, CONFIDENCE[VerdictId.DEAD_WORKER], category="unknown"
-        )
+        if (report := failed_report(job)) is None:  # no exit record, no failure report
+            return None
+        dead = [report]  # the launcher's report that workers failed: no code, unknown
     own = [r for r in dead if not exit_code_stopped(r)] or dead
     event, same = _copies(earliest(own), own, exit_code)
     category = SIGNAL_CATEGORY.get(exit_code(event) or 0, Category.UNKNOWN)
