@@ -11,7 +11,7 @@ def failed_report(job: JobView) -> Event | None:
     """The launcher's report that workers failed, with the table that would say how cut off
     (torchrun's ``ChildFailedError:`` and ``train.py FAILED``, tag ``failed-report``): the job
     failed, cause unknown, never ``none`` (speechbrain under torch.distributed.launch on Jean
-    Zay, part N; torchrun summaries cut at the same place in two more part N jobs). None when a
+    Zay, part N; MCG-NJU/MeMOTR#1 pastes only ``ChildFailedError: main.py FAILED``). None when a
     training loop ended before it: the teardown failed (torchtitan, part J)."""
     reports = [r for r in job.rows if r.tagged("failed-report")]
     if not reports or any(r.tagged("training-done") for r in job.rows):

@@ -174,13 +174,13 @@ def dead_worker_title(code: str | None) -> str:
 def dead_worker_cause(code: str | None, rank: int | None, alike: int = 1) -> str:
     """The cause of a failure known only from a worker's exit record (``alike`` workers
     exited with the same code)."""
-    who = f"rank {rank}" if rank is not None else "a worker"
-    if alike > 1:
-        who = f"{alike} workers"
     if code is None:  # the launcher's report that workers failed, its table cut off
         return (
             "The job failed: the launcher reports failed workers, and no line in its logs says how."
         )
+    who = f"rank {rank}" if rank is not None else "a worker"
+    if alike > 1:
+        who = f"{alike} workers"
     name = _signal(code)
     sig = f" ({name})" if name else ""
     return f"The job failed: {who} exited with code {code}{sig}, and no line in its logs says why."

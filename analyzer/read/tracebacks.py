@@ -111,8 +111,9 @@ def frame_below(blk: Block, e: int, read: Callable[[bytes], tuple[str, Prefixed]
     """Whether the next line with text after offset ``e`` is a traceback frame (the log
     then begins with the source line of a frame whose ``File`` line was cut off). Empty
     lines are passed over: an unwrapped block keeps one where each joined piece was; so is
-    Python 3.11's marker line under a source line (``^^^^^^``, ``~~~^^^``: NeMo-Run's
-    rank-0 traceback cut above its first frame, part N).
+    the marker line CPython 3.11+ prints under a frame's source line in every traceback
+    (``^^^^^^``, ``~~~^^^``: torchrun's own traceback in torchtitan's part M run has them;
+    NeMo-Run's rank-0 paste of part N begins right above one).
     ``read``: (text, prefixes) of a raw line (``LineMatcher.line``)."""
     data = blk.data
     while e < len(data):

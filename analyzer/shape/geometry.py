@@ -370,9 +370,9 @@ def _one_task_per_rank(scans: list[FileScan], votes: Counter[int], roles: Roles)
     """One srun task per GPU: lines that carry both an srun label and a rank of their own (a
     ``[rankN]`` prefix, or a process announcing its global rank: Lightning's ``Initializing
     distributed: GLOBAL_RANK: 2`` in MLPerf submissions of Lambda, v4.0, part N, and of
-    mlcommons v5.0 and v5.1, part M) show task id = rank on at least
-    two tasks, and never differ. (Several tasks on one host are not enough: a test box
-    standing in for several nodes looks the same.)"""
+    mlcommons v5.0 and v5.1, part M) show task id = rank on at least two tasks, and never
+    differ. (Several tasks on one host are not enough: a test box standing in for several
+    nodes looks the same.)"""
     if votes:
         return False
     same: set[int] = set()
@@ -380,15 +380,9 @@ def _one_task_per_rank(scans: list[FileScan], votes: Counter[int], roles: Roles)
         for ev in sc.events:
             if ev.task is None:
                 continue
-            rank = ev.rank if ev.rank is not None else _claimed(roles, ev)
+            rank = ev.rank if ev.rank is not None else roles.int(ev, "global_rank")
             if rank is not None:
                 if ev.task != rank:
                     return False
                 same.add(ev.task)
     return len(same) >= 2
-
-
-def _claimed(roles: Roles, ev: RawEvent) -> int | None:
-    """The global rank a line announces for its own process (capture role ``global_rank``)."""
-    v = roles.get(ev, "global_rank")
-    return int(v) if v is not None and v.isdecimal() else None
