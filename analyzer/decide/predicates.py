@@ -64,6 +64,16 @@ def exit_code(e: Event) -> int | None:
     return n or None
 
 
+WATCHDOG_ABORT = frozenset({"-6", "134", "SIGABRT"})
+"""Exit codes and signal of a worker ended by SIGABRT: also how ProcessGroupNCCL's watchdog ends
+a rank that timed out waiting in a collective (std::terminate after the watchdog's exception)."""
+
+
+def aborted(e: Event) -> bool:
+    """The line records a worker's exit by SIGABRT (exit code -6 or 134, or the signal named)."""
+    return e.role_of("exit_code") in WATCHDOG_ABORT or e.role_of("signal") in WATCHDOG_ABORT
+
+
 def exit_code_stopped(e: Event) -> bool:
     """The line's exit code, read as a number, is one the launcher's own SIGTERM/SIGINT
     gives (its signal is not looked at)."""

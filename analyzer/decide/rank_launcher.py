@@ -10,8 +10,10 @@ from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW
 from analyzer.decide.predicates import (
+    aborted,
     dead_not_stopped,
     died_on_its_own,
+    exit_record,
     launcher_singled_out,
     own_task_exit,
 )
@@ -76,12 +78,18 @@ def first_observed(job: JobView, p: Proposal, d: RankDecision) -> RankDecision |
     does not place: a wrong accusation before) and in pastes of that record alone
     (showlab/EgoVLP#21, Facico/Chinese-Vicuna#113); hiyouga/LlamaFactory#701's table shows why
     the first record is no culprit: ranks 1, 2 and 3 exited 1 alike. A launcher that stopped
-    the other workers after this exit (``launcher_singled_out``) keeps the rank."""
+    the other workers after this exit (``launcher_singled_out``) keeps the rank.
+    A record by global rank (a ChildFailedError table) is read the same way when its worker
+    died of SIGABRT: ProcessGroupNCCL's watchdog aborts a rank that timed out *waiting*, so the
+    first abort the launcher saw may be a waiter's (bghira/SimpleTuner's validation hang, part N;
+    an accelerate validation broadcast and DiscoScene's rank 7 in the wild corpus)."""
     e = p.event
-    if e is None or d.rank is None or d.rule is not None or not e.tagged("death"):
+    if e is None or d.rank is None or d.rule is not None or not exit_record(e):
         return None
-    if not e.rank_assumed or launcher_singled_out(job.rows, d.rank):
-        return None  # a record with the global rank (a ChildFailedError table), or singled out
+    if not ((e.tagged("death") and e.rank_assumed) or aborted(e)):
+        return None  # a record with the global rank and a cause of the worker's own
+    if launcher_singled_out(job.rows, d.rank):
+        return None
     return d.why(RankId.FIRST_OBSERVED, rank=d.rank)
 
 
