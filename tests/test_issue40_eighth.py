@@ -56,3 +56,62 @@ def test_xla_hbm_exhaustion_is_device_oom() -> None:
     hbm``: was a plain Python exception."""
     v = wild_analysis(TPU).diagnosis.verdict
     assert (v.category, v.pattern_id) == ("cuda_oom", "memory.xla.hbm_oom")
+
+
+# -- After the eighth final batch's first run (part O, tests/wild/README-o.md) ---------------
+
+FAR_RUN = "o-torchrun-far-t2i-eval-4gpu-run"
+FAR_SWEEP = "o-torchrun-far-t2i-eval-4gpu-sweep"
+DSCHAT_CTRL_C = "o-deepspeed-dschat-step1-opt-1gpu"
+SIGN_CTRL_C = "m-torchrun-2rank-ddp-sign-language-user-ctrl-c-sigint-keyboardinterrupt"
+LEONARDO_OOM = "o-mpirun-leonardo-4node-16rank-tracking-inference"
+LEONARDO_IB = "o-mpirun-leonardo-4node-16rank-classification"
+OPENCLIP = "o-srun-openclip-4node-16task-epoch"
+
+
+def test_nccls_info_line_about_a_missing_plugin_is_no_failure() -> None:
+    """NCCL 2.10's ``NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file …``
+    at INFO: was `import_error` (a near miss of the shared-object pattern) over every rank's
+    TypeError."""
+    v = wild_analysis(FAR_RUN).diagnosis.verdict
+    assert v.category == "python_exception"
+    assert "libnccl-net.so" not in (v.cause or "")
+
+
+def test_a_keyboard_interrupt_is_a_person_stopping_the_job() -> None:
+    """KeyboardInterrupt tracebacks after the launcher got SIGINT: were a Python exception
+    (DeepSpeed-Chat's on rank 0, `certain`)."""
+    for case in (DSCHAT_CTRL_C, SIGN_CTRL_C):
+        v = wild_analysis(case).diagnosis.verdict
+        assert (v.category, v.pattern_id, v.rank) == (
+            "slurm_cancelled", "python.signal.keyboard_interrupt", None), case
+
+
+def test_an_earlier_failure_outweighs_a_later_interrupt() -> None:
+    """A sweep whose first runs fail alike and whose last runs the user stopped with Ctrl-C:
+    the failure, not the interrupt."""
+    v = wild_analysis(FAR_SWEEP).diagnosis.verdict
+    assert v.category == "python_exception"
+
+
+def test_mpiruns_first_exit_over_copies_of_one_error_names_no_rank() -> None:
+    """Sixteen interleaved copies of one OOM and mpirun's ``The first process to do so was``
+    rank 8: was rank 8 (`certain`). mpirun names the first exit and stops the rest silently."""
+    v = wild_analysis(LEONARDO_OOM).diagnosis.verdict
+    assert (v.category, v.rank, v.rank_rule) == ("cuda_oom", None, "same-way-unranked")
+
+
+def test_mpiruns_record_of_a_sigabrt_alone_is_a_possible_rank() -> None:
+    """``exited on signal 6 (Aborted)`` for rank 14 after an IB completion error from a peer:
+    was rank 14 (`certain`); the watchdog aborts waiters."""
+    v = wild_analysis(LEONARDO_IB).diagnosis.verdict
+    assert (v.rank, v.rank_certainty) == (14, "possible")
+
+
+def test_slurmstepds_chdir_line_under_a_task_label_names_no_rank() -> None:
+    """slurmstepd writes its chdir error into one task's stream: the label names the stream,
+    so the line is no rank's (as its oom_kill lines)."""
+    ev = wild_analysis(OPENCLIP).events
+    chdir = ev.filter(ev["pattern_id"] == "launch.slurmstepd.chdir_failed")
+    assert chdir.height > 0
+    assert chdir["rank"].null_count() == chdir.height

@@ -69,9 +69,13 @@ WATCHDOG_ABORT = frozenset({"-6", "134", "SIGABRT"})
 a rank that timed out waiting in a collective (std::terminate after the watchdog's exception)."""
 
 
+_ABORT_SIGNAL = WATCHDOG_ABORT | {"6", "Aborted"}
+
+
 def aborted(e: Event) -> bool:
-    """The line records a worker's exit by SIGABRT (exit code -6 or 134, or the signal named)."""
-    return e.role_of("exit_code") in WATCHDOG_ABORT or e.role_of("signal") in WATCHDOG_ABORT
+    """The line records a worker's exit by SIGABRT (exit code -6 or 134, or the signal by name
+    or number: mpirun's ``exited on signal 6 (Aborted)``)."""
+    return e.role_of("exit_code") in WATCHDOG_ABORT or e.role_of("signal") in _ABORT_SIGNAL
 
 
 def exit_code_stopped(e: Event) -> bool:
@@ -102,6 +106,15 @@ def dead_on_their_own(rows: Iterable[Event]) -> set[int]:
     """Ranks the launcher reports dead on their own (``died_on_its_own``): its exit lines,
     the exit codes of a ChildFailedError table."""
     return {r.rank for r in rows if died_on_its_own(r) and r.rank is not None}
+
+
+def dead_first_seen(rows: Iterable[Event]) -> set[int]:
+    """``dead_on_their_own``, and the ranks a launcher that stops the others silently (tag
+    ``stops-silently``: mp.spawn, mpirun's first non-zero exit) records dead, with or without
+    an exit code on the record's line."""
+    seen = list(rows)
+    silent = {r.rank for r in seen if r.tagged("stops-silently") and dead_not_stopped(r)}
+    return dead_on_their_own(seen) | {rk for rk in silent if rk is not None}
 
 
 def launcher_singled_out(rows: Iterable[Event], rank: int) -> bool:

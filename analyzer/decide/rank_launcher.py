@@ -236,7 +236,7 @@ FIRST_OBSERVED = RankRule(
         "observed, the only failing rank in view",
         Certainty.POSSIBLE,
     ),
-    frozenset({VerdictId.DEAD_WORKER, VerdictId.UNKNOWN}),
+    frozenset({VerdictId.DEAD_WORKER, VerdictId.UNKNOWN, VerdictId.DEATH_RECORD}),
     first_observed,
 )
 SRUN_TASK = RankRule(

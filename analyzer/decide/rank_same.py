@@ -1,6 +1,5 @@
-"""Rank rules of a failure several ranks share, or every rank would: the first of the ranks
-that failed alike, none when they failed together, none for an error every rank raises alike
-or a paste that hides what came first."""
+"""Rank rules of a failure several ranks share, or every rank would: the first of the ranks that
+failed alike, none when they failed together, alike, or a paste hides what came first."""
 
 from __future__ import annotations
 
@@ -13,6 +12,8 @@ from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
 from analyzer.decide.predicates import (
+    dead_first_seen,
+    dead_not_stopped,
     dead_on_their_own,
     died_on_its_own,
     exit_record,
@@ -73,7 +74,7 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
     if e is None or d.rank is not None or d.rule is not None:
         return None
     sig = signature(e)
-    dead = dead_on_their_own(job.rows)
+    dead = dead_first_seen(job.rows)
     copies = [r for r in job.roots if r.rank is None and signature(r) == sig]
     if len(copies) < 2 or len(dead) < 2:
         copies = [r for r in job.roots if r.rank is None and _alike(signature(r), sig)]
@@ -85,17 +86,17 @@ def same_way_unranked(job: JobView, p: Proposal, d: RankDecision) -> RankDecisio
 def _stopped_alike(job: JobView, copies: list[Event], dead: set[int]) -> bool:
     """The launcher reports one rank dead and stopped the others (SIGTERM, by rank or by pid),
     and three copies or more, all printed within the clock skew (undated: all above the
-    launcher's first stop, ``_before_the_stop``), are no more than those ranks:
-    each copy is a different process failing alike (torchrun kills the rest as soon as the
-    first one exits, so it reports only one death). Two copies may be one process printing its
-    error twice (the handler that logs it, then the exception): they keep the rank, unless
-    each is a whole traceback of its own (``_whole``)."""
+    launcher's first stop, ``_before_the_stop``), are no more than those ranks (or it stops
+    the others silently): each copy is a different process failing alike (torchrun kills the
+    rest as soon as the first one exits, so it reports only one death). Two copies may be one
+    process printing its error twice (the handler that logs it, then the exception): they keep
+    the rank, unless each is a whole traceback of its own (``_whole``)."""
     times = [r.time for r in copies if r.time is not None]
     if not dead or len(copies) < (2 if _whole(copies) else 3):
         return False
     silent = _silent_records(job)
     named = _named_workers(job, dead)
-    if named < len(copies) and not (silent and _whole(copies)):
+    if named < len(copies) and not silent:  # past the check above: whole copies, or three
         return False
     if len(times) == len(copies):
         return max(times) - min(times) <= SKEW
@@ -114,14 +115,12 @@ def _named_workers(job: JobView, dead: set[int]) -> int:
 
 def _silent_records(job: JobView) -> list[Event]:
     """The death records of a launcher that stops the other workers without a line (tag
-    ``stops-silently``: mp.spawn's ``process N terminated with exit code 1``). Its record names
-    only the first death it saw, and the workers it terminated are not in view, so whole
-    tracebacks of one error above it are each a worker's own, however many it names. Seen in
-    two projects: the PyTorch DDP tutorial run in a notebook (four children's ``Can't get
-    attribute 'demo_basic'``, ``process 0 terminated``; part M) and PaddlePaddle's
-    ``dist.spawn`` in a notebook (PaddlePaddle/Paddle#44261: eight children's copies of one
-    unpickling error)."""
-    return [r for r in job.rows if r.tagged("stops-silently") and died_on_its_own(r)]
+    ``stops-silently``: mp.spawn's ``process N terminated with exit code 1``, mpirun's first
+    non-zero exit). Its record names only the first death it saw, and the workers it stopped
+    are not in view, so copies of one error above it are each a worker's own, however many it
+    names: the PyTorch DDP tutorial in a notebook (four children's ``Can't get attribute
+    'demo_basic'``; part M), PaddlePaddle/Paddle#44261 (eight children's copies)."""
+    return [r for r in job.rows if r.tagged("stops-silently") and dead_not_stopped(r)]
 
 
 def _whole(copies: list[Event]) -> bool:

@@ -51,6 +51,7 @@ _FAILURE_WORD = regex.compile(
     r"|overflow|nan\b|inf\b|unexpected|mismatch|duplicate|can't|cannot|unable)"
 )
 _PY_WARNING = regex.compile(r"[\w.]*Warning: ")
+_NCCL_INFO = "] NCCL INFO "
 _HANDLED = regex.compile(r"(?i:\bfall(?:ing)?[ -]?back\b)")
 """A line that states its own fallback is an error its program handled (torchtitan's
 ``Error running lspci: … fallback to use device_name``, DeepSpeed's ``FusedAdam CUDA build
@@ -62,8 +63,12 @@ def _errorish(pre: Prefixed, msg: str) -> bool:
     or a failure word (NCCL prints fatal errors at WARN) outside a Python warning. Only such a
     line may be a near miss: a harmless line that happens to hold a needle (torchvision's
     ``UserWarning: Failed to load image Python extension``) stays harmless, as does a line that
-    states its fallback (``_HANDLED``)."""
-    if _PY_WARNING.search(msg) or _HANDLED.search(msg):
+    states its fallback (``_HANDLED``), as does NCCL's own INFO line: NCCL reports its failures
+    at WARN, and at INFO a plugin probe it then does without (``NET/Plugin : dlerror=
+    libnccl-net.so: cannot open shared object file … using internal implementation``, NCCL
+    2.10; ``Plugin load (libnccl-net.so) returned 2 : …``, 2.18: a DeepSpeed pdsh run and a
+    torchrun evaluation in the wild corpus)."""
+    if _PY_WARNING.search(msg) or _HANDLED.search(msg) or _NCCL_INFO in msg:
         return False
     return (
         pre.level in ("E", "F", "C") or "NCCL WARN" in msg or _FAILURE_WORD.search(msg) is not None
