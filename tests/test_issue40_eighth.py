@@ -115,3 +115,42 @@ def test_slurmstepds_chdir_line_under_a_task_label_names_no_rank() -> None:
     chdir = ev.filter(ev["pattern_id"] == "launch.slurmstepd.chdir_failed")
     assert chdir.height > 0
     assert chdir["rank"].null_count() == chdir.height
+
+
+LLAVA = "n-deepspeed-2gpu-llava-qwen2-appended-runs"
+RING_SWEEP = "k-torchrun-2gpu-ring-attn-rank0-negative-dim-runtimeerror-rank1-watchdog-sigabrt"
+TWO_NODES = "i-torchrun-2node-rank12-invalid-device-ordinal-global-rank"
+
+
+def test_a_failure_above_a_later_launch_is_an_earlier_runs() -> None:
+    """Two DeepSpeed runs appended in one file: the first failed to bind its port, the second
+    trained and was killed. Was the first run's EADDRINUSE (rendezvous, rank 0)."""
+    a = wild_analysis(LLAVA)
+    v = a.diagnosis.verdict
+    assert v.category == "host_oom"
+    assert any("earlier run" in n for n in a.diagnosis.problems)
+
+
+def test_the_first_run_alone_keeps_its_failure(make_job: MakeJob) -> None:
+    """The same file cut before its second launch: the bind failure is the verdict again."""
+    lines = (WILD / LLAVA / "output.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    second = [i for i, ln in enumerate(lines) if "WORLD INFO DICT" in ln][1]
+    job = make_job({"output.log": "".join(lines[:second - 3])})
+    from analyzer.api import analyze
+
+    v = analyze([job / "output.log"]).diagnosis.verdict
+    assert v.category == "rendezvous"
+
+
+def test_a_sweep_cut_as_its_next_launch_starts_keeps_the_failure() -> None:
+    """A benchmark script runs torchrun once per configuration; the file ends as the next one
+    starts: the last run shows nothing, so the first run's failure stays the verdict."""
+    v = wild_analysis(RING_SWEEP).diagnosis.verdict
+    assert (v.category, v.rank) == ("python_exception", 0)
+
+
+def test_two_nodes_blocks_in_one_file_are_no_relaunch() -> None:
+    """Two nodes' torchrun output pasted one after the other: the second block's banner is
+    earlier in time than the first block's failure, so nothing is an earlier run's."""
+    v = wild_analysis(TWO_NODES).diagnosis.verdict
+    assert v.category == "cuda_error"

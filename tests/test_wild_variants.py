@@ -132,7 +132,6 @@ KNOWN_GAPS = {
     "n-srun-2node-mlperf-llama2-70b-lora-nemo-trial7": "a second srun label hides the task "
     "labels",
     "n-srun-8task-sambanova-bert-dataparallel": "a second srun label hides the task labels",
-    "n-deepspeed-2gpu-llava-qwen2-appended-runs": "collector time reorders undated roots",
     "n-ray-nemo-rl-mcore-2node-grpo-notes": "collector time reorders undated roots",
     "n-torchrun-colossalai-8gpu-sft-run": "a quoted paste under srun labels loses the host-OOM "
     "reading (unknown, rank kept)",

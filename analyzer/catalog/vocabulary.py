@@ -70,6 +70,9 @@ TAGS: dict[str, str] = {
     "stops-silently": "a launcher's record of the first worker it saw die, from a launcher that "
     "then stops the others without a line (mp.spawn's join terminates them): the workers it "
     "stopped are not in view, so copies of one error above the record are not outnumbered by it",
+    "launch-start": "a launcher's line printed once as it starts (torchrun's OMP_NUM_THREADS "
+    "banner, DeepSpeed's world info): a second one from the same writer further down a file is "
+    "a later launch appended to it",
     "step-daemon": "a message of slurmstepd (the node's step daemon) that it writes into one "
     "task's stream: an srun label on it names the stream's node, not the task it is about",
     "failed-report": "a launcher says its workers failed (torchrun's ChildFailedError, `train.py "

@@ -19,6 +19,7 @@ from analyzer.decide.predicates import carried_on, exit_code, exit_code_stopped,
 from analyzer.decide.promote_end import (
     died_then_finished,
     finished_then_exited,
+    relaunched,
     restarted_and_finished,
 )
 from analyzer.model.event import CONTEXT, ROOT, SYMPTOM, Event
@@ -283,6 +284,7 @@ class Promotion:
 PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
+    Promotion("relaunched", relaunched),
     Promotion("restarted-and-finished", restarted_and_finished),
     Promotion("survived", survived),
     Promotion("finished-then-exited", finished_then_exited),

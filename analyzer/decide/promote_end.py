@@ -10,7 +10,12 @@ from dataclasses import replace
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
-from analyzer.decide.predicates import KILLED_BY_LAUNCHER, exit_code
+from analyzer.decide.predicates import (
+    KILLED_BY_LAUNCHER,
+    carried_on,
+    exit_code,
+    killed_by_launcher,
+)
 from analyzer.model.event import CONTEXT, EMPTY, ROOT, SYMPTOM, Event
 
 
@@ -27,8 +32,63 @@ def restarted_and_finished(rows: Sequence[Event]) -> list[Event]:
     return [_before_restart(r, first_ok) for r in rows]
 
 
+def relaunched(rows: Sequence[Event]) -> list[Event]:
+    """A file that holds several launches, one appended below the other (a shell's ``>>``,
+    ``nohup``, a terminal transcript): the same writer prints a launcher's start-up line (tag
+    ``launch-start``) again below an earlier one, later in time. When the last run failed on
+    its own or went on training, every failure above its start was an earlier run's, which the
+    user then launched again: its roots and death records become context listed as notes, and
+    the verdict rests on the last run (a DeepSpeed LLaVA run that failed to bind its port, then
+    ran and was killed, part N; mmsegmentation's attempts and an accelerate nohup file, part O).
+    A last run that shows neither (a sweep cut as its next launch starts, a run a person
+    interrupted) leaves the earlier failure the verdict. Starts by different writers (srun's
+    task labels, pdsh's hosts) are the nodes of one launch, not a relaunch."""
+    starts: dict[tuple[str, int | None, str | None], list[Event]] = {}
+    for r in rows:
+        if r.tagged("launch-start"):
+            starts.setdefault((r.file, r.node_index, r.host), []).append(r)
+    last: dict[str, Event] = {}
+    for (file, _node, _host), seen in starts.items():
+        if len(seen) > 1 and (file not in last or seen[-1].line > last[file].line):
+            last[file] = seen[-1]
+    last = {f: s for f, s in last.items() if _last_run_counts(rows, s)}
+    if not last:
+        return list(rows)
+    return [_before_relaunch(r, last[r.file]) if r.file in last else r for r in rows]
+
+
+def _last_run_counts(rows: Sequence[Event], start: Event) -> bool:
+    """The run begun at ``start`` failed on its own (not a person's cancel) or went on."""
+    return any(
+        r.file == start.file and r.line > start.line
+        and (carried_on(r) or _own_failure(r))
+        for r in rows
+    )
+
+
+def _own_failure(r: Event) -> bool:
+    """A failure of the run's own (a root or a worker's death; not a person's cancel, nor a
+    worker the launcher stopped): symptoms alone may be the teardown of an interrupt."""
+    failed = r.role == ROOT or r.tagged("death")
+    return failed and r.category != Category.SLURM_CANCELLED and not killed_by_launcher(r)
+
+
+def _before_relaunch(r: Event, start: Event) -> Event:
+    if r.line >= start.line or (r.time and start.time and r.time > start.time):
+        return r  # below the last start, or printed after it (another node's block)
+    if r.role == CONTEXT and _OF_A_RUN.isdisjoint(r.tags):
+        return r
+    quiet = replace(_quiet(r), tags=r.tags - _OF_A_RUN)
+    if not (r.role == ROOT or r.traceback is not None or r.tagged("death")):
+        return quiet
+    what = r.title or r.category
+    return _noted(quiet, wording.relaunched_note(what, r.file, r.line, start.line))
+
+
 _OF_A_DEATH = frozenset({"death", "death-record", "childfailed-field", "task-exit"})
 """Tags by which the decision reads a line as a worker's exit (with its ``exit_code`` role)."""
+_OF_A_RUN = _OF_A_DEATH | {"failed-report"}
+"""With the launcher's report that workers failed: what an earlier run's lines must lose."""
 
 
 def _quiet(r: Event) -> Event:

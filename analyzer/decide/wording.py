@@ -138,6 +138,15 @@ def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     )
 
 
+def relaunched_note(what: str, file: str, line: int, later: int) -> str:
+    """The note of a failure of an earlier launch in a file a later launch was appended to
+    (``promote_end.relaunched``)."""
+    return (
+        f"an earlier run's failure, not the cause: {what} at {file}:{line}, and the job was "
+        f"launched again below it ({file}:{later})"
+    )
+
+
 def restarted_note(what: str, file: str, line: int, attempt: int, ok: int) -> str:
     """The note of a failure the launcher restarted from (``promote.restarted_and_finished``)."""
     return (
