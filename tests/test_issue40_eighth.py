@@ -154,3 +154,37 @@ def test_two_nodes_blocks_in_one_file_are_no_relaunch() -> None:
     earlier in time than the first block's failure, so nothing is an earlier run's."""
     v = wild_analysis(TWO_NODES).diagnosis.verdict
     assert v.category == "cuda_error"
+
+
+NPU_DOCS = "o-notstated-npu-multicard-allreduce-docs"
+SPECULATORS = "o-torchrun-speculators-4npu-dspark-train"
+
+
+def test_hccls_notify_wait_timeout_is_a_collective_timeout() -> None:
+    """CANN's EI0002 on an AllReduce with HCCL's heartbeat-loss report: was `none`, a failed
+    log called no failure."""
+    v = wild_analysis(NPU_DOCS).diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("collective_timeout", "nccl.hccl.notify_wait_timeout")
+
+
+def test_torchruns_sigkill_after_its_sigterms_is_no_host_oom() -> None:
+    """Ranks 3 and 1 exit 1; 31 s later torchrun's table shows rank 2 SIGTERM and rank 0
+    SIGKILL at one second: was host OOM on rank 0 (`certain`)."""
+    a = wild_analysis(SPECULATORS)
+    v = a.diagnosis.verdict
+    assert v.category == "unknown"
+    assert v.rank != 0
+
+
+def test_a_sigkill_with_no_sigterm_beside_it_stays_a_kill(make_job: MakeJob) -> None:
+    """The same table with rank 2's SIGTERM entry turned into a second SIGKILL (codes only):
+    no stop by the launcher at that second, so the kills keep their reading."""
+    text = (WILD / SPECULATORS / "output.log").read_text(encoding="utf-8")
+    text = text.replace("exitcode  : -15 (pid: 14691)", "exitcode  : -9 (pid: 14691)")
+    text = text.replace("Signal 15 (SIGTERM) received by PID 14691",
+                        "Signal 9 (SIGKILL) received by PID 14691")
+    job = make_job({"output.log": text})
+    from analyzer.api import analyze
+
+    v = analyze([job / "output.log"]).diagnosis.verdict
+    assert v.category == "host_oom"

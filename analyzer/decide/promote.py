@@ -18,6 +18,7 @@ from analyzer.decide import wording
 from analyzer.decide.predicates import carried_on, exit_code, exit_code_stopped, own_task_exit
 from analyzer.decide.promote_end import (
     died_then_finished,
+    escalated_kill,
     finished_then_exited,
     relaunched,
     restarted_and_finished,
@@ -285,6 +286,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("over-joined", over_joined),
     Promotion("claimed-twice", claimed_twice),
     Promotion("relaunched", relaunched),
+    Promotion("escalated-kill", escalated_kill),
     Promotion("restarted-and-finished", restarted_and_finished),
     Promotion("survived", survived),
     Promotion("finished-then-exited", finished_then_exited),

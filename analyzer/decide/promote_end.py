@@ -85,6 +85,48 @@ def _before_relaunch(r: Event, start: Event) -> Event:
     return _noted(quiet, wording.relaunched_note(what, r.file, r.line, start.line))
 
 
+def escalated_kill(rows: Sequence[Event]) -> list[Event]:
+    """A SIGKILL in torchrun's ChildFailedError table at the very second other workers it
+    SIGTERMed exited, after a worker failed on its own: torchrun stops the rest with SIGTERM and
+    kills, 30 s later, those still alive (``PContext.close``: death signal, wait, SIGKILL), so
+    that SIGKILL is the launcher's, not a host OOM. Narrow by its source: torchrun's own close
+    sequence (a speculators run on NPUs, part O: ranks 3 and 1 exit 1, rank 0 SIGKILL and rank 2
+    SIGTERM 31 s later). Times are the table's own (``time :`` of each entry), not the lines'.
+    The record becomes context; the verdict rests on the first failure."""
+    when = _entry_times(rows)
+    stopped = {(r.file, t) for r, t in when if r.role_of("exit_code") == "-15"}
+    own = [(r.file, t) for r, t in when if (exit_code(r) or 0) > 0]
+    killed = {
+        id(r) for r, t in when
+        if _sigkill(r) and (r.file, t) in stopped and any(f == r.file and o < t for f, o in own)
+    }
+    if not killed:
+        return list(rows)
+    return [_escalated(r) if id(r) in killed else r for r in rows]
+
+
+def _entry_times(rows: Sequence[Event]) -> list[tuple[Event, str]]:
+    """Each field of a ChildFailedError table with its entry's ``time :`` (as printed: one
+    format, so the strings order as the times do)."""
+    at: dict[tuple[str, int | None], str] = {}
+    when: list[tuple[Event, str]] = []
+    for r in rows:
+        stamp = r.role_of("time") if r.tagged("childfailed-start") else None
+        if stamp:
+            at[(r.file, r.rank)] = stamp
+        elif r.tagged("childfailed-field") and (r.file, r.rank) in at:
+            when.append((r, at[(r.file, r.rank)]))
+    return when
+
+
+def _sigkill(r: Event) -> bool:
+    return r.role_of("exit_code") == "-9" or r.role_of("signal") == "SIGKILL"
+
+
+def _escalated(r: Event) -> Event:
+    return replace(_quiet(r), cause=wording.escalated_note(r.rank, r.file, r.line))
+
+
 _OF_A_DEATH = frozenset({"death", "death-record", "childfailed-field", "task-exit"})
 """Tags by which the decision reads a line as a worker's exit (with its ``exit_code`` role)."""
 _OF_A_RUN = _OF_A_DEATH | {"failed-report"}

@@ -344,7 +344,7 @@ DIED_TOGETHER = RankRule(
         "the launcher reports {ranks} ranks dead on their own in the same second: they failed "
         "together, and rank {rank}'s record is only the first it observed",
     ),
-    frozenset({VerdictId.UNKNOWN}),
+    frozenset({VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
     died_together,
 )
 UNIFORM = RankRule(

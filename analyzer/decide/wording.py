@@ -138,6 +138,11 @@ def survived_note(what: str, file: str, line: int, went_on: int) -> str:
     )
 
 
+def escalated_note(rank: int | None, file: str, line: int) -> str:
+    """What a SIGKILL torchrun sent after its SIGTERMs records (``promote_end.escalated_kill``)."""
+    return f"rank {rank} was killed by torchrun after its SIGTERM went unanswered ({file}:{line})"
+
+
 def relaunched_note(what: str, file: str, line: int, later: int) -> str:
     """The note of a failure of an earlier launch in a file a later launch was appended to
     (``promote_end.relaunched``)."""
