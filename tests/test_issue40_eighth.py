@@ -194,3 +194,15 @@ def test_a_sigkill_with_no_sigterm_beside_it_stays_a_kill(make_job: MakeJob) -> 
         ("Signal 15 (SIGTERM) received by PID 14691", "Signal 9 (SIGKILL) received by PID 14691"),
     )
     assert v.category == "host_oom"
+
+
+BLIP2 = "o-torchrun-slurm-blip2-adalink-t5-rank4-job"
+
+
+def test_a_jobs_e_stream_is_read_from_its_directory() -> None:
+    """``#SBATCH -e test_ada_t5_v2.e`` beside an empty ``.out``: the directory had no log file
+    (exit 3, and a many-job ``events`` run stopped on it)."""
+    from analyzer.read.discover import discover
+
+    found = [f.rel for f in discover([WILD / BLIP2]).files]
+    assert any(rel.endswith("test_ada_t5_v2.e") for rel in found)

@@ -111,7 +111,8 @@ def _stream(lower: str) -> str | None:
         return "stderr"
     if lower.endswith((".stdout", ".out")) or lower.startswith("stdout"):
         return "stdout"
-    return None
+    m = _BATCH_STREAM.search(lower)
+    return None if m is None else ("stderr" if m[0][1] == "e" else "stdout")
 
 
 def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | None]:
@@ -131,9 +132,18 @@ def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | Non
     return attempt, local_rank, node_hint
 
 
+_BATCH_STREAM = regex.compile(r"\.(?:e\d*|o\d+)$")
+"""PBS, Torque and SGE name a job's streams ``<name>.o<jobid>`` and ``<name>.e<jobid>``;
+SLURM users copy the form (``#SBATCH -e train.e``: BLIP2-adalink's job, wild corpus part O). A
+bare ``.o`` is an object file, not taken."""
+
+
 def _is_log_name(name: str) -> bool:
     base = name[:-3] if name.endswith(".gz") else name
-    return base.endswith(LOG_SUFFIXES) or base == "error.json" or base.startswith("slurm-")
+    return (
+        base.endswith(LOG_SUFFIXES) or base == "error.json" or base.startswith("slurm-")
+        or _BATCH_STREAM.search(base) is not None
+    )
 
 
 def _check_file(path: Path, rel: str, st: os.stat_result, out: Discovery, explicit: bool) -> None:
