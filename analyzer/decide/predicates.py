@@ -64,18 +64,16 @@ def exit_code(e: Event) -> int | None:
     return n or None
 
 
-WATCHDOG_ABORT = frozenset({"-6", "134", "SIGABRT"})
-"""Exit codes and signal of a worker ended by SIGABRT: also how ProcessGroupNCCL's watchdog ends
-a rank that timed out waiting in a collective (std::terminate after the watchdog's exception)."""
-
-
-_ABORT_SIGNAL = WATCHDOG_ABORT | {"6", "Aborted"}
+_SIGABRT = frozenset({"6", "SIGABRT", "Aborted"})
+"""SIGABRT as a signal capture names it: by number (mpirun's ``exited on signal 6 (Aborted)``)
+or by name. It is also how ProcessGroupNCCL's watchdog ends a rank that timed out waiting in a
+collective (std::terminate after the watchdog's exception)."""
 
 
 def aborted(e: Event) -> bool:
-    """The line records a worker's exit by SIGABRT (exit code -6 or 134, or the signal by name
-    or number: mpirun's ``exited on signal 6 (Aborted)``)."""
-    return e.role_of("exit_code") in WATCHDOG_ABORT or e.role_of("signal") in _ABORT_SIGNAL
+    """The line records a worker's exit by SIGABRT (exit code -6, or 134 from a shell, or the
+    signal)."""
+    return exit_code(e) in (-6, 134) or e.role_of("signal") in _SIGABRT
 
 
 def exit_code_stopped(e: Event) -> bool:
@@ -108,12 +106,18 @@ def dead_on_their_own(rows: Iterable[Event]) -> set[int]:
     return {r.rank for r in rows if died_on_its_own(r) and r.rank is not None}
 
 
+def stopped_the_rest_silently(e: Event) -> bool:
+    """The line is the death record of a launcher that then stops the other workers without a
+    line (tag ``stops-silently``: mp.spawn's ``process N terminated``, mpirun's first non-zero
+    exit), with or without an exit code on the record's line."""
+    return e.tagged("stops-silently") and dead_not_stopped(e)
+
+
 def dead_first_seen(rows: Iterable[Event]) -> set[int]:
-    """``dead_on_their_own``, and the ranks a launcher that stops the others silently (tag
-    ``stops-silently``: mp.spawn, mpirun's first non-zero exit) records dead, with or without
-    an exit code on the record's line."""
+    """``dead_on_their_own``, and the ranks such a launcher records dead
+    (``stopped_the_rest_silently``)."""
     seen = list(rows)
-    silent = {r.rank for r in seen if r.tagged("stops-silently") and dead_not_stopped(r)}
+    silent = {r.rank for r in seen if stopped_the_rest_silently(r)}
     return dead_on_their_own(seen) | {rk for rk in silent if rk is not None}
 
 

@@ -5,7 +5,7 @@ verdict rests on what ended the job."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
@@ -76,13 +76,9 @@ def _own_failure(r: Event) -> bool:
 def _before_relaunch(r: Event, start: Event) -> Event:
     if r.line >= start.line or (r.time and start.time and r.time > start.time):
         return r  # below the last start, or printed after it (another node's block)
-    if r.role == CONTEXT and _OF_A_RUN.isdisjoint(r.tags):
-        return r
-    quiet = replace(_quiet(r), tags=r.tags - _OF_A_RUN)
-    if not (r.role == ROOT or r.traceback is not None or r.tagged("death")):
-        return quiet
-    what = r.title or r.category
-    return _noted(quiet, wording.relaunched_note(what, r.file, r.line, start.line))
+    return _set_aside(
+        r, _OF_A_RUN, lambda what: wording.relaunched_note(what, r.file, r.line, start.line)
+    )
 
 
 def escalated_kill(rows: Sequence[Event]) -> list[Event]:
@@ -147,13 +143,23 @@ def _noted(quiet: Event, cause: str) -> Event:
 def _before_restart(r: Event, first_ok: int) -> Event:
     if r.attempt is None or r.attempt >= first_ok or r.category in SLURM_END_CATEGORIES:
         return r  # the scheduler's end is the job's, not an attempt's
-    if r.role == CONTEXT and _OF_A_DEATH.isdisjoint(r.tags):
+    attempt = r.attempt
+    return _set_aside(
+        r, _OF_A_DEATH,
+        lambda what: wording.restarted_note(what, r.file, r.line, attempt, first_ok),
+    )
+
+
+def _set_aside(r: Event, lose: frozenset[str], note: Callable[[str], str]) -> Event:
+    """``r``, a line of a run or attempt the job got past, as context without the tags
+    ``lose`` (by which the decision would read it as a failure); a root, a traceback or a
+    worker's death is also listed as a note (``note(what it was)``)."""
+    if r.role == CONTEXT and lose.isdisjoint(r.tags):
         return r
-    quiet = _quiet(r)  # the worker it records was restarted
+    quiet = replace(r, role=CONTEXT, role_names=EMPTY, tags=r.tags - lose)
     if not (r.role == ROOT or r.traceback is not None or r.tagged("death")):
         return quiet
-    what = r.title or r.category
-    return _noted(quiet, wording.restarted_note(what, r.file, r.line, r.attempt, first_ok))
+    return _noted(quiet, note(r.title or r.category))
 
 
 _AT_EXIT = frozenset({Category.NATIVE_CRASH, Category.NCCL_ERROR})

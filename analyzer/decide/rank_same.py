@@ -13,12 +13,12 @@ from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, signature
 from analyzer.decide.predicates import (
     dead_first_seen,
-    dead_not_stopped,
     dead_on_their_own,
     died_on_its_own,
     exit_record,
     killed_by_launcher,
     launcher_singled_out,
+    stopped_the_rest_silently,
 )
 from analyzer.decide.rank_model import (
     DEATHS,
@@ -120,7 +120,7 @@ def _silent_records(job: JobView) -> list[Event]:
     are not in view, so copies of one error above it are each a worker's own, however many it
     names: the PyTorch DDP tutorial in a notebook (four children's ``Can't get attribute
     'demo_basic'``; part M), PaddlePaddle/Paddle#44261 (eight children's copies)."""
-    return [r for r in job.rows if r.tagged("stops-silently") and dead_not_stopped(r)]
+    return [r for r in job.rows if stopped_the_rest_silently(r)]
 
 
 def _whole(copies: list[Event]) -> bool:
@@ -344,7 +344,7 @@ DIED_TOGETHER = RankRule(
         "the launcher reports {ranks} ranks dead on their own in the same second: they failed "
         "together, and rank {rank}'s record is only the first it observed",
     ),
-    frozenset({VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
+    frozenset({VerdictId.UNKNOWN}),
     died_together,
 )
 UNIFORM = RankRule(

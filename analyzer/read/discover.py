@@ -102,6 +102,12 @@ def _name_says(name: str) -> tuple[str | None, int | None, bool]:
     return _stream(name.lower()), int(m[1] or m[2]) if m else None, name == "error.json"
 
 
+_BATCH_STREAM = regex.compile(r"\.(?:e\d*|o\d+)$")
+"""PBS, Torque and SGE name a job's streams ``<name>.o<jobid>`` and ``<name>.e<jobid>``;
+SLURM users copy the form (``#SBATCH -e train.e``: BLIP2-adalink's job, wild corpus part O). A
+bare ``.o`` is an object file, not taken."""
+
+
 def _stream(lower: str) -> str | None:
     """The stream a file of this (lower-case) name holds; None for both (a slurm-%j.out
     combined file is stdout+stderr of every task)."""
@@ -130,12 +136,6 @@ def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | Non
             if i >= 2:
                 node_hint = parts[i - 2]
     return attempt, local_rank, node_hint
-
-
-_BATCH_STREAM = regex.compile(r"\.(?:e\d*|o\d+)$")
-"""PBS, Torque and SGE name a job's streams ``<name>.o<jobid>`` and ``<name>.e<jobid>``;
-SLURM users copy the form (``#SBATCH -e train.e``: BLIP2-adalink's job, wild corpus part O). A
-bare ``.o`` is an object file, not taken."""
 
 
 def _is_log_name(name: str) -> bool:
