@@ -17,6 +17,7 @@ import pytest
 
 from analyzer.api import Analysis, analyze
 from analyzer.catalog.model import Catalog
+from analyzer.decide.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root (where ``pyproject.toml`` is)."""
@@ -51,6 +52,17 @@ class MakeJob(Protocol):
     """The type of the ``make_job`` fixture (``tests/conftest.py``), for annotations."""
 
     def __call__(self, files: Mapping[str, str | bytes], name: str = "job") -> Path: ...
+
+
+def edited_verdict(make_job: MakeJob, case: str, *edits: tuple[str, str]) -> Verdict:
+    """The verdict on a wild case's ``output.log`` with exact replacements made (each must
+    occur): the same log in another shape, no line written anew."""
+    text = (WILD / case / "output.log").read_text(encoding="utf-8")
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    job = make_job({"output.log": text})
+    return analyze([job / "output.log"]).diagnosis.verdict
 
 
 def write_job(directory: Path, files: Mapping[str, str | bytes]) -> Path:

@@ -536,6 +536,30 @@ def test_only_death_follows_victim_for_an_unknown_failure() -> None:
     assert (d.rank, d.rule, d.evidence) == (0, "only-death", (dead,))
 
 
+def test_link_end_a_refused_connection_names_its_reporter_as_possible() -> None:
+    """A rank's own line saying it could not connect to a peer (tag ``link-end``) keeps its
+    rank, graded possible: the peer or the link is as likely at fault. Without the tag the same
+    line is the rank's own, certain."""
+    refused = ev("network", rank=1, tags=("link-end",))
+    d = ranked(refused)
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (1, "link-end", "possible")
+    d = ranked(ev("network", rank=1))
+    assert (d.rank, d.rule) == (1, None)
+
+
+def test_a_sigterm_short_of_the_workers_is_no_singling_out() -> None:
+    """torchrun SIGTERMed one worker and recorded local rank 5's exit (taken as global): six
+    workers at least, so others exited unseen and the record is only the first it observed;
+    with local rank 1 (two workers) the one SIGTERM stopped every other, and it singles out."""
+    stopped = ev("unknown", "context", rank=None, line=1, roles={"signal": "SIGTERM", "pid": "121"})
+    dead = ev("unknown", "symptom", rank=5, line=2, tags=("death",), roles={"exit_code": "1"},
+              rank_assumed=True)
+    assert ranked(stopped, dead).rule == "first-observed"
+    dead1 = ev("unknown", "symptom", rank=1, line=2, tags=("death",), roles={"exit_code": "1"},
+               rank_assumed=True)
+    assert ranked(stopped, dead1).rule != "first-observed"
+
+
 def test_first_observed_a_launchers_record_by_local_rank_alone_is_possible() -> None:
     """torchrun's ``failed (exitcode: 1) local_rank: 0`` with nothing else (its local rank
     taken as global): the first exit it observed, possible; not once it stopped the others."""

@@ -4,25 +4,12 @@ test needs a shorter one; no line is written here."""
 
 from __future__ import annotations
 
-from analyzer.decide.verdict import Verdict
-from tests.helpers import WILD, MakeJob, wild_analysis
+from tests.helpers import WILD, MakeJob, edited_verdict, wild_analysis
 
 SIMPLETUNER_HANG = "n-accelerate-deepspeed-simpletuner-validation"
 QWEN3 = "k-torchrun-torchtitan-qwen3-14b-8gpu-rank6-sigabrt-near-oom-others-sigterm"
 MINDSPEED = "m-unknown-mindspeed-mm-npu-rank0-tokenizing-rank5-rank7-hccl-allreduce-timeout"
 TPU = "n-ray-verl-tpu-ppo-single-worker"
-
-
-def _edited(make_job: MakeJob, case: str, *edits: tuple[str, str]) -> Verdict:
-    """The verdict on a wild case's log with exact replacements (codes, signals) made."""
-    from analyzer.api import analyze
-
-    text = (WILD / case / "output.log").read_text(encoding="utf-8")
-    for old, new in edits:
-        assert old in text
-        text = text.replace(old, new)
-    job = make_job({"output.log": text})
-    return analyze([job / "output.log"]).diagnosis.verdict
 
 
 def test_a_sigabrt_record_alone_is_a_possible_rank() -> None:
@@ -43,7 +30,7 @@ def test_a_sigabrt_the_launcher_singled_out_keeps_its_rank() -> None:
 def test_a_sigabrt_record_cut_from_its_launcher_lines(make_job: MakeJob) -> None:
     """The same table with another exit code (-6 replaced by 1, the line otherwise as printed)
     keeps the rank the launcher reports: the rule is about SIGABRT, not about every table."""
-    v = _edited(
+    v = edited_verdict(
         make_job, SIMPLETUNER_HANG,
         ("exitcode  : -6 (pid: 540118)", "exitcode  : 1 (pid: 540118)"),
         ("traceback : Signal 6 (SIGABRT) received by PID 540118",
@@ -188,7 +175,7 @@ def test_torchruns_sigkill_after_its_sigterms_is_no_host_oom() -> None:
 def test_a_sigkill_with_no_sigterm_beside_it_stays_a_kill(make_job: MakeJob) -> None:
     """The same table with rank 2's SIGTERM entry turned into a second SIGKILL (codes only):
     no stop by the launcher at that second, so the kills keep their reading."""
-    v = _edited(
+    v = edited_verdict(
         make_job, SPECULATORS,
         ("exitcode  : -15 (pid: 14691)", "exitcode  : -9 (pid: 14691)"),
         ("Signal 15 (SIGTERM) received by PID 14691", "Signal 9 (SIGKILL) received by PID 14691"),

@@ -70,6 +70,8 @@ TAGS: dict[str, str] = {
     "stops-silently": "a launcher's record of the first worker it saw die, from a launcher that "
     "then stops the others without a line (mp.spawn's join terminates them): the workers it "
     "stopped are not in view, so copies of one error above the record are not outnumbered by it",
+    "link-end": "a rank reports it could not connect to a peer: it is one end of a link, and "
+    "the peer or the link is as likely at fault, so its own line names it only as possible",
     "launch-start": "a launcher's line printed once as it starts (torchrun's OMP_NUM_THREADS "
     "banner, DeepSpeed's world info): a second one from the same writer further down a file is "
     "a later launch appended to it",

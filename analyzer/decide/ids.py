@@ -45,6 +45,7 @@ class RankId(StrEnum):
     TRACEBACK_BELOW = "traceback-below"
     NAMED_ABOVE = "named-above"
     OWN_TRACEBACK = "own-traceback"
+    LINK_END = "link-end"
     VICTIM = "victim"
     ONLY_DEATH = "only-death"
     FIRST_OBSERVED = "first-observed"

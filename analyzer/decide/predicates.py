@@ -8,6 +8,7 @@ code, an exit code as a number), each question has its own name here.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from analyzer.catalog.vocabulary import Category
 from analyzer.model.event import Event
@@ -123,11 +124,24 @@ def dead_first_seen(rows: Iterable[Event]) -> set[int]:
 
 def launcher_singled_out(rows: Iterable[Event], rank: int) -> bool:
     """The launcher reports ``rank`` as the only worker that died on its own (an exit line of
-    its own) and stopped the others itself (SIGTERM): the failure was not every rank's."""
+    its own) and stopped the others itself (SIGTERM): the failure was not every rank's.
+    It must have stopped all the others: a launcher signals every worker still alive, so
+    fewer signals than the workers its records show, less one, mean others had exited
+    before it looked (``_exits_unseen``)."""
     seen = list(rows)
-    stopped = any(killed_by_launcher(r) for r in seen)
+    stopped = {r.role_of("pid") or (r.rank, r.line) for r in seen if killed_by_launcher(r)}
     own = {r.rank for r in seen if r.tagged("death") and died_on_its_own(r)}
-    return stopped and own == {rank}
+    return bool(stopped) and own == {rank} and not _exits_unseen(seen, len(stopped))
+
+
+def _exits_unseen(seen: list[Event], stopped: int) -> bool:
+    """Whether the launcher signalled fewer workers than were left: a local rank in its
+    records shows at least that many workers on a node. torchrun sent one SIGTERM, then
+    recorded local rank 5's exit (modded-nanogpt on 8 AMD GPUs, part N) or local rank 2's
+    (Salience-DETR under accelerate, part O): the other workers had already exited, so the
+    record is the first exit it observed of several."""
+    workers = max((r.local_rank for r in seen if r.local_rank is not None), default=-1) + 1
+    return stopped + 1 < workers
 
 
 SIGNAL_CATEGORY: dict[int, str] = {
@@ -140,3 +154,39 @@ SIGNAL_CATEGORY: dict[int, str] = {
 }
 """What a worker's death by a signal (a negative exit code) says when no line says more:
 SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE a native crash; SIGKILL the OOM killer."""
+
+
+def cut_root_entries(rows: Iterable[Event]) -> dict[int, Event]:
+    """The rank of each ChildFailedError "Root Cause" entry cut before its exit code (a paste
+    or a log that ends inside the table), with the entry's first line: torchrun lists a rank
+    there only when it failed on its own, so the entry records a death even without its
+    ``exitcode`` line. A speculators run on NPUs (tests/wild part O) lost rank 1's exit code
+    this way, and the table's other row, rank 3 exiting 1 in the same second, was taken as the
+    only death."""
+    seen = list(rows)
+    roots = {(r.file, r.line) for r in seen if r.tagged("childfailed-rootcause")}
+    dead = {(r.file, r.rank) for r in seen if r.role_of("exit_code") or r.role_of("signal")}
+    return {
+        r.rank: r
+        for r in seen
+        if r.rank is not None
+        and r.tagged("childfailed-start")
+        and ((r.file, r.line - 1) in roots or (r.file, r.line - 2) in roots)
+        and (r.file, r.rank) not in dead
+    }
+
+
+def death_times(rows: Iterable[Event]) -> dict[str, dict[int, datetime | None]]:
+    """The ranks each kind of launcher record (a pattern) reports dead on their own, with the
+    record's time; a ChildFailedError Root Cause entry cut before its exit code
+    (``cut_root_entries``) counts with the table's exit codes."""
+    seen = list(rows)
+    groups: dict[str, dict[int, datetime | None]] = {}
+    for r in seen:
+        if died_on_its_own(r) and r.rank is not None:
+            groups.setdefault(r.pattern_id, {}).setdefault(r.rank, r.time)
+    for pid, ranks in groups.items():
+        if pid.startswith("torchelastic.childfailed."):
+            for rank, entry in cut_root_entries(seen).items():
+                ranks.setdefault(rank, entry.time)
+    return groups

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from analyzer.catalog.vocabulary import info
-from analyzer.decide.ids import RankId, VerdictId
+from analyzer.decide.ids import Certainty, RankId, VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.rank_model import (
     NEAR_LINES,
@@ -103,6 +103,19 @@ def own_traceback(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | 
     return d.why(RankId.OWN_TRACEBACK, rank=d.rank)
 
 
+def link_end(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A rank whose own line says it could not connect to a peer (a refused or unreachable
+    connection: tag ``link-end``) is one end of a link: the peer that did not answer, or the
+    link, is as likely at fault, so the line names its rank only as *possible*. Seen with
+    NCCL's bootstrap refused on a 2-node SLURM job's rank 1 and gloo's refused connect on a
+    GCN example's rank 1 (labels: no rank), and a streaming-dataset run whose rank 1 is the
+    one refused (label: rank 1)."""
+    e = p.event
+    if e is None or d.rank is None or d.rule is not None or not e.tagged("link-end"):
+        return None
+    return d.why(RankId.LINK_END, rank=d.rank)
+
+
 def victim(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A verdict made from a symptom does not name the symptom's rank (unless the line
     records that rank's own death): the rank is where the failure showed, not where it
@@ -136,6 +149,16 @@ OWN_TRACEBACK = RankRule(
     frozenset({VerdictId.SYMPTOMS, VerdictId.UNKNOWN, VerdictId.CUT_TRACEBACK}),
     own_traceback,
 )
+LINK_END = RankRule(
+    one(
+        RankId.LINK_END,
+        "rank {rank} could not connect to a peer: one end of the link, the peer or the link "
+        "as likely at fault",
+        Certainty.POSSIBLE,
+    ),
+    ROOTS,
+    link_end,
+)
 VICTIM = RankRule(
     unnamed(RankId.VICTIM, "rank {rank} only showed a symptom; no rank is named"),
     frozenset({VerdictId.SYMPTOMS, VerdictId.UNKNOWN}),
@@ -147,6 +170,7 @@ RULES: tuple[RankRule, ...] = (
     TRACEBACK_BELOW,
     NAMED_ABOVE,
     OWN_TRACEBACK,
+    LINK_END,
     VICTIM,
 )
 """This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 
 from analyzer.catalog.vocabulary import Category, info
 from analyzer.decide.ids import Certainty, RankId, VerdictId
@@ -14,7 +13,7 @@ from analyzer.decide.ordering import SKEW, clearly_first, signature
 from analyzer.decide.predicates import (
     dead_first_seen,
     dead_on_their_own,
-    died_on_its_own,
+    death_times,
     exit_record,
     killed_by_launcher,
     launcher_singled_out,
@@ -216,18 +215,14 @@ def _waited(job: JobView) -> set[int]:
 
 def died_together(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     """A failure of unknown cause shown through the launcher's records, when one kind of
-    record (a ChildFailedError table's exit codes, the launcher's exit lines) reports two ranks
-    or more dead on their own within the clock skew of each other, this rank among them: the
-    ranks failed together, and the record the verdict shows names no culprit (its "Root Cause"
-    is only the first it observed). Times are compared within one kind of record, which all
-    take their time from the same place."""
+    record (a ChildFailedError table's exit codes, with a Root Cause entry cut before its own;
+    the launcher's exit lines) reports two ranks or more dead on their own within the clock
+    skew of each other, this rank among them: the ranks failed together, and the record names
+    no culprit (its "Root Cause" is only the first it observed). Times are compared within one
+    kind of record, which all take their time from the same place."""
     if d.rank is None:
         return None
-    groups: dict[str, dict[int, datetime | None]] = {}
-    for r in job.rows:
-        if died_on_its_own(r) and r.rank is not None:
-            groups.setdefault(r.pattern_id, {}).setdefault(r.rank, r.time)
-    for ranks in groups.values():
+    for ranks in death_times(job.rows).values():
         times = [t for t in ranks.values() if t is not None]
         if len(ranks) < 2 or d.rank not in ranks or len(times) < len(ranks):
             continue
@@ -344,7 +339,7 @@ DIED_TOGETHER = RankRule(
         "the launcher reports {ranks} ranks dead on their own in the same second: they failed "
         "together, and rank {rank}'s record is only the first it observed",
     ),
-    frozenset({VerdictId.UNKNOWN}),
+    frozenset({VerdictId.UNKNOWN, VerdictId.DEAD_WORKER}),
     died_together,
 )
 UNIFORM = RankRule(

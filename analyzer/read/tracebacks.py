@@ -45,6 +45,13 @@ def opens(msg: str) -> bool:
 
 
 _CHAIN = ("During handling", "The above exception")
+_ELASTIC_FIELD = regex.compile(r"^ {1,2}(?:time|host|rank|exitcode|error_file|traceback) *: ")
+"""A field of torchelastic's ChildFailedError table (``  exitcode  : 1 (pid: 3078336)``), at
+its two-space indent, where no traceback line is (``  File "…"`` and its source below): the
+launcher prints the table right below its worker's stderr, so a traceback whose end was cut
+off (a paste, a worker killed mid-write) would otherwise take the table's rows as its own
+(xtuner's 4-GPU run and a speculators run on NPUs, tests/wild part O, lost rows that name a
+second dead rank)."""
 EXC_LINE = regex.compile(r"^(?P<exc_type>[A-Za-z_][\w.]*)(?::[ ]?(?P<exc_msg>.*))?$")
 FRAME = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func>.+))?')
 Writer = tuple[int | None, int | None, int | None, str | None, int | None]
@@ -104,6 +111,8 @@ def belongs(tb: Traceback, msg: str) -> tuple[regex.Match[str] | None, bool] | N
     twin = not tb.frames and not indented and stripped.startswith(STARTS)
     if stripped and not (indented or fm or chain or is_exc or twin):
         return None
+    if indented and _ELASTIC_FIELD.match(msg):
+        return None  # torchrun's failure table right below a traceback cut without its end
     return fm, is_exc
 
 
