@@ -49,6 +49,33 @@ def test_message_claims_read_their_examples_and_nothing_else(claim: RankClaim) -
         assert claim.read(line) is None, line
 
 
+@pytest.mark.parametrize("claim", _ids(Reader.PATH), ids=lambda c: c.id)
+def test_path_claims_name_each_file_of_a_set(claim: RankClaim, tmp_path: Path) -> None:
+    """A path claim reads its example names and none of its ``not`` names. Discovery gives an
+    example its rank beside a sibling that differs in that number only, and alone only when the
+    claim says its name is specific enough (``alone``)."""
+    from analyzer.read.discover import discover
+
+    assert claim.examples and claim.counter, claim.id
+    for name in claim.counter:
+        assert claim.read(name) is None, name
+    for n, ex in enumerate(claim.examples):
+        assert claim.read(ex.line) == ex.value, ex.line
+        m = claim.regex.search(ex.line) if claim.regex else None
+        assert m is not None
+        a, b = m.span("rank")
+        sibling = ex.line[:a] + str(ex.value + 1) + ex.line[b:]
+        for names, alone in (([ex.line, sibling], False), ([ex.line], True)):
+            job = tmp_path / f"{n}-{len(names)}"
+            job.mkdir()
+            for name in names:
+                (job / name).write_text("x\n", encoding="utf-8")
+            files = {f.rel: f for f in discover([job]).files}
+            got = files[ex.line].rank if claim.gives == "rank" else files[ex.line].local_rank
+            want = ex.value if (not alone or claim.alone) else None
+            assert got == want, (names, got)
+
+
 @pytest.mark.parametrize("claim", _ids(Reader.CAPTURE), ids=lambda c: c.id)
 def test_capture_claims_are_made_by_catalog_patterns(claim: RankClaim, catalog: Catalog) -> None:
     """A capture claim names a role or field that some built-in pattern declares."""

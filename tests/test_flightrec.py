@@ -490,6 +490,7 @@ _entry = st.fixed_dictionaries(
 
 @settings(max_examples=150, deadline=None)
 @example(per={0: [{"collective_seq_id": "²"}]}, cfg={})  # "²".isdigit(), yet int("²") raises
+@example(per={0: [{"record_id": "0\x1f"}]}, cfg={})  # strip() takes \x1f, int() does not
 @given(
     st.dictionaries(st.integers(0, 5), st.lists(_entry, max_size=6), min_size=1, max_size=4),
     st.dictionaries(st.text(max_size=3), _values, max_size=2),

@@ -344,7 +344,8 @@ def test_decision_ids_are_documented_and_in_the_schema() -> None:
     Schema (scripts rely on the ids)."""
     import json
 
-    from analyzer.decide.docs import schema_enums
+    from analyzer.catalog.claims import ClaimKind
+    from analyzer.decide.docs import basis_kinds, schema_enums
     from analyzer.decide.ids import RankId, VerdictId
 
     doc = Path("docs/decisions.md").read_text(encoding="utf-8")
@@ -353,6 +354,8 @@ def test_decision_ids_are_documented_and_in_the_schema() -> None:
     enums = schema_enums()  # python -m analyzer.decide.docs docs/schema/diagnose.schema.json
     assert props["rule"]["enum"] == enums["rule"] == [*VerdictId, None]
     assert props["rank_rule"]["enum"] == enums["rank_rule"] == [*RankId, None]
+    kinds = props["rank_basis"]["properties"]["kind"]["enum"]
+    assert kinds == basis_kinds() == [*ClaimKind, "rank-rule", "shape"]
     for rid in [*VerdictId, *RankId]:
         assert f"`{rid}`" in doc, rid
 

@@ -84,7 +84,8 @@ def run_case(case: Path, catalog: object) -> Outcome:
 
     exp = tomllib.loads((case / "expected.toml").read_text(encoding="utf-8"))
     cat, rank = str(exp["category"]), int(exp.get("first_failing_rank", -1))
-    logs = sorted(p for p in case.iterdir() if p.is_file() and p.name != "expected.toml")
+    # the case's files and folders (torchrun's --log-dir, output/), not its label
+    logs = sorted(p for p in case.iterdir() if p.name != "expected.toml")
     try:
         v = analyze(logs, catalog=catalog).diagnosis.verdict  # type: ignore[arg-type]
     except Exception as e:  # a crash is a failure of the case, reported with the others

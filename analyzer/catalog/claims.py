@@ -39,6 +39,7 @@ class ClaimKind(StrEnum):
     NAMES_CULPRIT = "names-culprit"
     PEER_ACCUSATION = "peer-accusation"
     PID_MAP = "pid-map"
+    OWN_FILE = "own-file"
 
 
 class Strength(StrEnum):
@@ -55,6 +56,7 @@ class Reader(StrEnum):
     PREFIX = "prefix"
     MESSAGE = "message"
     CAPTURE = "capture"
+    PATH = "path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,12 @@ class RankClaim:
     examples: tuple[Example, ...] = ()
     counter: tuple[str, ...] = ()
     """Lines the claim must not read a rank from."""
+    alone: bool = False
+    """A path claim whose name is specific enough to be read on its own, not only as one of a
+    set of per-rank files."""
+    base: int | None = None
+    """A path claim with a ``base`` group: the rank of the file named by that group alone (the
+    name without its rank part: detectron2's ``log.txt`` beside ``log.txt.rank1``)."""
 
     def read(self, message: str) -> int | None:
         """The rank a message claim reads from ``message`` (None: no claim)."""
@@ -135,6 +143,8 @@ def _claim(raw: dict[str, Any]) -> RankClaim:
             needle=str(raw.get("needle", "")),
             examples=tuple(Example(str(e["line"]), int(e["value"])) for e in examples),
             counter=tuple(str(x) for x in raw.get("not", ())),
+            alone=bool(raw.get("alone", False)),
+            base=int(raw["base"]) if "base" in raw else None,
         )
     except (KeyError, ValueError, TypeError, regex.error) as exc:
         raise CatalogError(f"{where}: {exc}") from None
@@ -150,12 +160,17 @@ def _problem(c: RankClaim) -> str | None:
         return None if c.role or c.field else "a capture claim names a `role` or a `field`"
     if len(c.refs) < 2 and not c.narrow:
         return "cite two projects in `refs`, or say in `narrow` why one is enough"
-    if c.reader != Reader.MESSAGE:
+    if c.reader == Reader.PATH:
+        if c.regex is None or "rank" not in c.regex.groupindex:
+            return "a path claim needs a `regex` with a `rank` group"
+        if c.gives not in ("rank", "local_rank"):
+            return "a path claim `gives` rank or local_rank"
+    elif c.reader != Reader.MESSAGE:
         return None
-    if c.regex is None or "rank" not in c.regex.groupindex or not c.needle:
+    elif c.regex is None or "rank" not in c.regex.groupindex or not c.needle:
         return "a message claim needs a `needle` and a `regex` with a `rank` group"
     for e in c.examples:
-        if c.read(e.line) != e.value or c.needle not in e.line:
+        if c.read(e.line) != e.value or (c.needle or "") not in e.line:
             return f"example does not read {e.value}: {e.line!r}"
     for line in c.counter:
         if c.read(line) is not None:
@@ -190,3 +205,9 @@ def message_claims(claims: Sequence[RankClaim] | None = None) -> MessageClaims:
     """The message claims of ``claims`` (the declared ones by default)."""
     chosen = tuple(c for c in (claims or rank_claims()) if c.reader == Reader.MESSAGE)
     return MessageClaims(chosen, tuple(sorted({c.needle for c in chosen})))
+
+
+@cache
+def path_claims() -> tuple[RankClaim, ...]:
+    """The claims read from a log file's name (``reader = "path"``), in file order."""
+    return tuple(c for c in rank_claims() if c.reader == Reader.PATH)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analyzer.catalog.claims import ClaimKind
 from analyzer.decide import hangs
 from analyzer.decide.certainty import OWN_LINE
 from analyzer.decide.rank_decision import OUTCOMES, RANK_RULES
@@ -91,12 +92,19 @@ def schema_enums() -> dict[str, list[str | None]]:
     }
 
 
+def basis_kinds() -> list[str]:
+    """The JSON Schema's ``rank_basis.kind`` enum: every kind of rank claim, then a rank rule
+    and the job's shape (``analyzer.decide.rankbasis``)."""
+    return [*(str(k) for k in ClaimKind), "rank-rule", "shape"]
+
+
 def _rewrite_schema(path: Path) -> bool:
     text = path.read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     props = schema["$defs"]["verdict"]["properties"]
     for key, enum in schema_enums().items():
         props[key]["enum"] = enum
+    props["rank_basis"]["properties"]["kind"]["enum"] = basis_kinds()
     new = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     if new != text:
         path.write_text(new, encoding="utf-8")

@@ -20,6 +20,7 @@ from analyzer.decide.promote_end import (
     died_then_finished,
     escalated_kill,
     finished_then_exited,
+    interrupted,
     relaunched,
     restarted_and_finished,
 )
@@ -290,6 +291,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("restarted-and-finished", restarted_and_finished),
     Promotion("survived", survived),
     Promotion("finished-then-exited", finished_then_exited),
+    Promotion("interrupted", interrupted),
     Promotion("died-then-finished", died_then_finished),
     Promotion("ignored-exception", ignored_exception),
     Promotion("wrapped", wrapped),

@@ -229,3 +229,27 @@ def _died_before(r: Event, done: Event) -> Event:
     what = r.title or r.category
     return _noted(_quiet(r), wording.survived_note(what, r.file, r.line, done.line))
 
+
+
+def interrupted(rows: Sequence[Event]) -> list[Event]:
+    """Below a person's interrupt in the same file (a ``slurm_cancelled`` root: a bare
+    ``KeyboardInterrupt``, SLURM's reasonless cancel), the errors the stopping processes print
+    are the stop, not a failure: a DataLoader pin-memory thread's ``ConnectionResetError`` once
+    its main process is gone (a 3-GPU torchrun run interrupted in a notebook, part P), torchrun's
+    ``SignalException … got signal: 2`` (a sign-language DDP run stopped with Ctrl-C, part M).
+    They become context listed as notes; an error above the interrupt still wins."""
+    stop: dict[str, Event] = {}
+    for r in rows:
+        first = r.file not in stop or r.line < stop[r.file].line
+        if r.role == ROOT and r.category == Category.SLURM_CANCELLED and first:
+            stop[r.file] = r
+    if not stop:
+        return list(rows)
+    return [_after_stop(r, stop[r.file]) if r.file in stop else r for r in rows]
+
+
+def _after_stop(r: Event, stop: Event) -> Event:
+    if r.line <= stop.line or r.role != ROOT or r.category in SLURM_END_CATEGORIES:
+        return r
+    what = r.title or r.category
+    return _noted(_quiet(r), wording.interrupted_note(what, r.file, r.line, stop.line))

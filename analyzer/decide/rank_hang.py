@@ -21,7 +21,14 @@ def culprit(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
     if f.rank is None:
         return RankDecision(rule=RankId.CULPRIT, facts={"reason": f.reason})
     local, node, index = _where(job, f.rank)
-    facts = {"reason": f.reason, "hang_rule": f.rule}
+    facts: dict[str, object] = {"reason": f.reason, "hang_rule": f.rule}
+    if f.rule == HangId.DESYNC and not any(r.rank == f.rank for r in job.rows):
+        # gloo's monitoredBarrier tells each waiting rank to "check rank 0 logs for faulty
+        # rank": rank 0 coordinates, and may only have been waiting for another rank itself.
+        # With no line of its own in view it is only possible (CosyVoice2's 8 GPUs, part P;
+        # xtuner's rank 0, seen building its dataset, stays likely, part G).
+        facts["reason"] = f"{f.reason}; no line of rank {f.rank}'s own is in view"
+        facts["unseen"] = True
     return RankDecision(f.rank, local, node, index, RankId.CULPRIT, facts)
 
 
@@ -74,6 +81,7 @@ CULPRIT = RankRule(
             RankId.CULPRIT,
             "{reason}",
             certain_when=lambda facts: facts.get("hang_rule") == HangId.DUMPS,
+            possible_when=lambda facts: bool(facts.get("unseen")),
         ),
     ),
     HANGS,

@@ -74,6 +74,8 @@ class Outcome:
     """False: the outcome never names a rank (its certainty is never read)."""
     certain_when: Callable[[Mapping[str, Any]], bool] | None = None
     """Facts that make a named rank ``certain`` (the Flight Recorder confirming a culprit)."""
+    possible_when: Callable[[Mapping[str, Any]], bool] | None = None
+    """Facts that leave a named rank only ``possible`` (a culprit no line of its own shows)."""
 
     def words(self, facts: Mapping[str, Any]) -> str:
         """The note, filled with the rule's facts."""
@@ -83,6 +85,8 @@ class Outcome:
         """How sure a rank named by this outcome is, given the rule's facts."""
         if self.certain_when is not None and self.certain_when(facts):
             return Certainty.CERTAIN
+        if self.possible_when is not None and self.possible_when(facts):
+            return Certainty.POSSIBLE
         return self.certainty
 
 

@@ -5,7 +5,7 @@ per node + local rank, a ChildFailedError record)."""
 
 from __future__ import annotations
 
-from analyzer.catalog.claims import RankClaim, Reader, rank_claims
+from analyzer.catalog.claims import RankClaim, Reader, path_claims, rank_claims
 from analyzer.lines.prefixes import split_prefixes
 from analyzer.model.event import Event
 
@@ -35,6 +35,16 @@ def _capture_or_message_claim(e: Event) -> RankClaim | None:
     return None
 
 
+def _path_claim(e: Event) -> RankClaim | None:
+    """The claim of a per-rank file's name that gives the event's rank (or local rank)."""
+    name = e.file.rsplit("/", 1)[-1]
+    for c in path_claims():
+        n = c.read(name)
+        if n is not None and n == (e.rank if c.gives == "rank" else e.local_rank):
+            return c
+    return None
+
+
 def rank_basis(e: Event | None, rank: int | None, rule: str | None) -> dict[str, str] | None:
     """``{"kind": …, "claim": …}`` for a named rank: the kind of claim that named it on its own
     line, ``rank-rule`` (``claim`` is the rule) when a rank rule settled it, ``shape`` when only
@@ -47,6 +57,7 @@ def rank_basis(e: Event | None, rank: int | None, rule: str | None) -> dict[str,
         return None
     c = _prefix_claim(e) if e.rank == rank else None
     c = c or (_capture_or_message_claim(e) if e.rank == rank else None)
+    c = c or (_path_claim(e) if e.rank == rank else None)
     if c is None:
         return {"kind": "shape", "claim": "geometry"}
     return {"kind": str(c.kind), "claim": c.id}

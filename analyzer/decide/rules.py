@@ -163,13 +163,13 @@ def cut_traceback(job: JobView) -> Proposal | None:
 def cut_own_traceback(e: Event) -> bool:
     """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
     ends inside it): that rank raised an uncaught Python exception whose type the log lost.
-    A traceback through a ``torch.distributed`` call is left alone: its exception may be a
-    collective's timeout or NCCL error."""
+    A traceback through torch/distributed/ is left alone: it may be a collective's timeout (a
+    cut may drop distributed_c10d.py below c10d_logger's ``wrapper``: CosyVoice2, part P)."""
     return (
         e.tagged("uncatalogued")
         and e.rank is not None
         and not e.cap("exc_type")
-        and "distributed_c10d.py" not in (e.traceback or "")
+        and "torch/distributed/" not in (e.traceback or "").replace("\\", "/")
     )
 
 

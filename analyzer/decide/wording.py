@@ -160,6 +160,15 @@ def restarted_note(what: str, file: str, line: int, attempt: int, ok: int) -> st
     )
 
 
+def interrupted_note(what: str, file: str, line: int, stop: int) -> str:
+    """The note of an error printed as the processes stopped after a person interrupted the
+    job (``promote_end.interrupted``)."""
+    return (
+        f"as the processes stopped, not the cause: {what} at {file}:{line}, after the job was "
+        f"interrupted ({file}:{stop})"
+    )
+
+
 def at_exit_note(what: str, file: str, line: int, done: int) -> str:
     """The note of a crash as the processes exited after training finished
     (``promote.finished_then_exited``)."""

@@ -83,7 +83,12 @@ def to_int(v: Any) -> int | None:
     if isinstance(v, int):
         return v
     if isinstance(v, str) and v.strip().lstrip("-").isdecimal():
-        return int(v)  # isdecimal, not isdigit: "²".isdigit() is true, int("²") raises
+        # isdecimal, not isdigit: "²".isdigit() is true, int("²") raises; and str.strip()
+        # takes separators (\x1c-\x1f) that int() does not, so "0\x1f" raises too
+        try:
+            return int(v)
+        except ValueError:
+            return None
     return None
 
 

@@ -94,9 +94,11 @@ def pasted_prefix(messages: Sequence[str]) -> str:
     return tag
 
 
-NUMBERED = regex.compile(r"[ \t]*(\d{1,7})(?:[ \t]|$)")
+NUMBERED = regex.compile(r"[ \t]*(?:\d+(?:\.\d+)?s\t)?(\d{1,7})(?:[ \t]|$)")
 """A line number in front of a pasted line (``cat -n``, ``nl``, an editor's or a code viewer's
-numbered copy: ``508 01/06/2024 08:28:40 - INFO …``, ``   12\tTraceback …``)."""
+numbered copy: ``508 01/06/2024 08:28:40 - INFO …``, ``   12\tTraceback …``), after the
+seconds since start where Kaggle's notebook log export puts them (``704.7s\t1290\tTraceback …``:
+two F5-TTS fine-tunes on Kaggle, tests/wild part P)."""
 
 
 def numbered_paste(messages: Sequence[str]) -> bool:

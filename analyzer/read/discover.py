@@ -16,6 +16,8 @@ from pathlib import Path
 import regex
 
 from analyzer.flightrec.load import is_dump_name, looks_like_dump
+from analyzer.read.filerank import named_ranks
+from analyzer.read.logfile import LogFile
 from analyzer.read.ownreport import REASON, is_own_report
 from analyzer.read.sniff import GZIP_MAGIC, SNIFF_BYTES, UTF16_BOMS, sniff_binary
 
@@ -28,27 +30,6 @@ _TASK_NAME = regex.compile(
     # srun --output=slurm-%j-%t.out: the job id, then the task id
     r"|^slurm-\d+[-_](\d{1,5})(?=\.[^.]+$)"
 )
-
-
-@dataclass(frozen=True)
-class LogFile:
-    """A file to read, with what its path says about it."""
-
-    path: Path
-    rel: str
-    """Path relative to the job directory (what reports show)."""
-    size: int
-    compressed: bool = False
-    encoding: str | None = None
-    """``utf-16`` for a file that starts with a UTF-16 byte-order mark (PowerShell's ``>``
-    writes UTF-16LE): it is read as UTF-8 text, so offsets count the converted bytes."""
-    stream: str | None = None
-    """``stdout``/``stderr`` when the name says so, else None (combined)."""
-    attempt: int | None = None
-    local_rank: int | None = None
-    task: int | None = None
-    node_hint: str | None = None
-    is_error_json: bool = False
 
 
 @dataclass
@@ -138,11 +119,17 @@ def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | Non
     return attempt, local_rank, node_hint
 
 
+_WORKERLOG = regex.compile(r"^workerlog\.\d+$|\.(?:txt|log)\.rank\d+$")
+"""PaddlePaddle's launcher writes each trainer's output to ``log/workerlog.N``, detectron2's
+logger rank N's to ``log.txt.rankN`` (PaddleOCR's, PaddleDetection's, FC-CLIP's and Mesh
+R-CNN's committed runs in the wild corpus, part P)."""
+
+
 def _is_log_name(name: str) -> bool:
     base = name[:-3] if name.endswith(".gz") else name
     return (
         base.endswith(LOG_SUFFIXES) or base == "error.json" or base.startswith("slurm-")
-        or _BATCH_STREAM.search(base) is not None
+        or _BATCH_STREAM.search(base) is not None or _WORKERLOG.search(base) is not None
     )
 
 
@@ -236,6 +223,7 @@ def discover(paths: list[Path]) -> Discovery:
             out.problems.append(f"{top}: not a regular file or directory")
     out.files.sort(key=lambda f: f.rel)
     _drop_shared_node_hints(out)
+    out.files = named_ranks(out.files)
     return out
 
 

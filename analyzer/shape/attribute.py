@@ -145,7 +145,10 @@ def _worker_pids(
 
 
 def _file_rank(sc: FileScan) -> int | None:
-    """A per-rank file (torchrun --log-dir) holds one rank: a [rankN] on any line names it."""
+    """A per-rank file holds one rank: the one its name gives (``rank0.log`` among
+    ``rank1.log``…: ``read.filerank``), or, in torchrun's --log-dir, a [rankN] on any line."""
+    if sc.file.rank is not None:
+        return sc.file.rank
     if sc.file.local_rank is None:
         return None
     ranks = {ev.rank for ev in sc.events if ev.rank is not None}
