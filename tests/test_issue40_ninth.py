@@ -230,3 +230,10 @@ def test_kaggles_log_columns_are_peeled() -> None:
     assert any(
         r.pattern_id == "storage.torch_save_write_failed" and r.rank == 0 for r in rows
     )
+
+
+def test_a_ray_workers_unexplained_exit_is_a_failure() -> None:
+    """Ray's ``Worker exits unexpectedly. Worker exits with an exit code None`` for a Ray Train
+    actor: the failed job was called `none`."""
+    v = _verdict_of("p-ray-train-worker-efa-actor-died")
+    assert (v.category, v.pattern_id) == ("unknown", "ray.worker.died_exit_code")
