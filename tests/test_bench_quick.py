@@ -189,6 +189,7 @@ def _lines(draw: st.DrawFn) -> bytes:
     return sep.join(out) + tail
 
 
+@pytest.mark.slow  # about 10 s on 2 cores (60 generated logs)
 @pytest.mark.skipif(not StampSieve().available, reason="needs Hyperscan")
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

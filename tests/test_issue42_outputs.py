@@ -88,6 +88,7 @@ def test_triage_refuses_an_output_inside_a_root(job: Path) -> None:
     assert refused(r) and not (job.parent / "t.csv").exists(), r.stderr
 
 
+@pytest.mark.slow  # about 10 s on 2 cores
 def test_the_tools_own_reports_are_never_read_as_logs(job: Path, tmp_path: Path) -> None:
     plain = json.loads(run(str(job), "-f", "json").stdout)
     written = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analyzer.api import analyze
 from tests.helpers import write_job
 
@@ -86,13 +88,12 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # about 10 s on 2 cores
 def test_mp_spawn_traceback_belongs_to_the_process_it_names(tmp_path: Path) -> None:
     """A real mp.spawn failure: "-- Process 1 terminated with the following error:" owns the
     traceback after it, so the exception is process 1's (rank 1 on a single node)."""
     import subprocess
     import sys
-
-    import pytest
 
     pytest.importorskip("torch")
     script = tmp_path / "spawn.py"

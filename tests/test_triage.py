@@ -386,6 +386,7 @@ def test_shards_are_disjoint_cover_and_deterministic() -> None:
             parse_shard(bad)
 
 
+@pytest.mark.slow  # about 10 s on 2 cores
 def test_merge_of_parts_equals_unsharded_run(tmp_path: Path) -> None:
     import polars as pl
 
