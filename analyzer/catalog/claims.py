@@ -93,6 +93,9 @@ class RankClaim:
     alone: bool = False
     """A path claim whose name is specific enough to be read on its own, not only as one of a
     set of per-rank files."""
+    names_log: bool = False
+    """A path claim whose names are log files whatever their suffix (PaddlePaddle's
+    ``workerlog.N``, detectron2's ``log.txt.rankN``): discovery reads them."""
     base: int | None = None
     """A path claim with a ``base`` group: the rank of the file named by that group alone (the
     name without its rank part: detectron2's ``log.txt`` beside ``log.txt.rank1``)."""
@@ -144,6 +147,7 @@ def _claim(raw: dict[str, Any]) -> RankClaim:
             examples=tuple(Example(str(e["line"]), int(e["value"])) for e in examples),
             counter=tuple(str(x) for x in raw.get("not", ())),
             alone=bool(raw.get("alone", False)),
+            names_log=bool(raw.get("names_log", False)),
             base=int(raw["base"]) if "base" in raw else None,
         )
     except (KeyError, ValueError, TypeError, regex.error) as exc:
@@ -211,3 +215,9 @@ def message_claims(claims: Sequence[RankClaim] | None = None) -> MessageClaims:
 def path_claims() -> tuple[RankClaim, ...]:
     """The claims read from a log file's name (``reader = "path"``), in file order."""
     return tuple(c for c in rank_claims() if c.reader == Reader.PATH)
+
+
+@cache
+def log_name_claims() -> tuple[regex.Pattern[str], ...]:
+    """The regexes of the path claims whose names are log files (``names_log``)."""
+    return tuple(c.regex for c in path_claims() if c.names_log and c.regex is not None)

@@ -185,8 +185,9 @@ def death_times(rows: Iterable[Event]) -> dict[str, dict[int, datetime | None]]:
     for r in seen:
         if died_on_its_own(r) and r.rank is not None:
             groups.setdefault(r.pattern_id, {}).setdefault(r.rank, r.time)
+    cut = cut_root_entries(seen) if groups else {}
     for pid, ranks in groups.items():
         if pid.startswith("torchelastic.childfailed."):
-            for rank, entry in cut_root_entries(seen).items():
+            for rank, entry in cut.items():
                 ranks.setdefault(rank, entry.time)
     return groups

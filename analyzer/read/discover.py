@@ -15,6 +15,7 @@ from pathlib import Path
 
 import regex
 
+from analyzer.catalog.claims import log_name_claims
 from analyzer.flightrec.load import is_dump_name, looks_like_dump
 from analyzer.read.filerank import named_ranks
 from analyzer.read.logfile import LogFile
@@ -119,17 +120,12 @@ def _torchrun_place(parts: list[str]) -> tuple[int | None, int | None, str | Non
     return attempt, local_rank, node_hint
 
 
-_PER_RANK_LOG = regex.compile(r"^workerlog\.\d+$|\.(?:txt|log)\.rank\d+$")
-"""PaddlePaddle's launcher writes each trainer's output to ``log/workerlog.N``, detectron2's
-logger rank N's to ``log.txt.rankN`` (PaddleOCR's, PaddleDetection's, FC-CLIP's and Mesh
-R-CNN's committed runs in the wild corpus, part P)."""
-
-
 def _is_log_name(name: str) -> bool:
     base = name[:-3] if name.endswith(".gz") else name
     return (
         base.endswith(LOG_SUFFIXES) or base == "error.json" or base.startswith("slurm-")
-        or _BATCH_STREAM.search(base) is not None or _PER_RANK_LOG.search(base) is not None
+        or _BATCH_STREAM.search(base) is not None
+        or any(rx.search(base) for rx in log_name_claims())  # workerlog.N, log.txt.rankN
     )
 
 

@@ -77,5 +77,5 @@ def _sets(
 def _with(lf: LogFile, c: RankClaim, number: int) -> LogFile:
     """``lf`` with the rank (or local rank) ``c`` read from its name."""
     if c.gives == "rank":
-        return replace(lf, rank=number, name_claim=c.id)
-    return replace(lf, local_rank=number, name_claim=c.id)
+        return replace(lf, rank=number)
+    return replace(lf, local_rank=number)

@@ -27,5 +27,3 @@ class LogFile:
     is_error_json: bool = False
     rank: int | None = None
     """The global rank a per-rank file's name gives (``filerank``), else None."""
-    name_claim: str | None = None
-    """The path claim (``patterns/claims/ranks.toml``) that read its rank from the name."""
