@@ -14,6 +14,7 @@ locally they explore anew each time and keep what fails.
 The suite runs on every core (pytest-xdist: ``--numprocesses=auto --dist=loadgroup`` in
 ``pyproject.toml``). Tests that share something outside their process run in one worker
 (``shared_scope``): every test under ``tests/e2e/`` (the session's one private SLURM cluster),
+the tests of a module whose module-scoped result is costly (the wild corpus analysed),
 and under ``UPDATE_SNAPSHOTS=1`` every test that may rewrite a file of the checkout. ``-n 0``
 or ``-p no:xdist`` runs one process.
 """
@@ -84,6 +85,9 @@ _SHIPPED_READERS = (
     "tests/test_reader_fastpaths.py",
 )
 """Files whose tests of one job share that job's read as shipped (``test_reader_needs``)."""
+_ONE_WORKER_MODULES = ("tests/test_wild.py", "tests/test_reports_polish.py")
+"""Modules whose tests share an expensive module-scoped result (the whole wild corpus
+analysed; every sample's reports): in one worker it is computed once, not once per worker."""
 
 
 def shared_scope(nodeid: str, updating: bool) -> str | None:
@@ -94,6 +98,8 @@ def shared_scope(nodeid: str, updating: bool) -> str | None:
         return SHARED_CLUSTER
     if updating and path in _WRITER_MODULES:
         return CHECKOUT_WRITERS
+    if path in _ONE_WORKER_MODULES:
+        return path
     if path in _SHIPPED_READERS and nodeid.endswith("]"):
         return "read:" + nodeid[nodeid.index("[") :]  # one job's tests in one worker
     return None

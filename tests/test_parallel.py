@@ -34,6 +34,13 @@ def test_the_tests_of_one_job_read_as_shipped_share_a_worker() -> None:
     assert scopes == {"read:[cuda-oom-cascade]"}
 
 
+def test_the_tests_of_a_module_with_a_costly_module_result_share_a_worker() -> None:
+    """The wild corpus is analysed once per process: its floors' tests run in one worker."""
+    scopes = {shared_scope(f"tests/test_wild.py::{t}", updating=False)
+              for t in ("test_no_case_crashes", "test_category_accuracy_at_least_floor")}
+    assert scopes == {"tests/test_wild.py"}
+
+
 def test_any_other_test_runs_in_any_worker() -> None:
     assert shared_scope("tests/test_cli.py::test_stdin", updating=True) is None
     assert shared_scope("tests/test_e2e_like.py::test_x", updating=False) is None
