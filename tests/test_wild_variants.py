@@ -148,6 +148,12 @@ KNOWN_GAPS = {
     "p-mp-spawn-2gpu-adl-stereo-train-ddp": "srun labels on every line turn mp.spawn's "
     "exception into an unknown failure",
     "p-srun-weathergen-4task-train-startup": "a second srun label hides the task labels",
+    # Found by issue 40's tenth batch (tests/wild/README-q.md), open.
+    "q-mp-spawn-detectron2-dyhead-swint-2node-run": "srun labels on every line turn mp.spawn's "
+    "exception into another reading",
+    "q-other-paddle-launch-2gpu-ritm-interactive-seg-workerlogs": "collector time reorders "
+    "undated roots",
+    "q-paddle-launch-ibot-vit-4gpu-workerlogs": "collector time reorders undated roots",
 }
 """Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
 until it leaves this list)."""

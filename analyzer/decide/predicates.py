@@ -191,3 +191,22 @@ def death_times(rows: Iterable[Event]) -> dict[str, dict[int, datetime | None]]:
             for rank, entry in cut.items():
                 ranks.setdefault(rank, entry.time)
     return groups
+
+
+def cut_own_traceback(e: Event, symptoms: Iterable[Event] = ()) -> bool:
+    """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
+    ends inside it): that rank raised an uncaught Python exception whose type the log lost.
+    Left alone, as a collective's unwinding rather than the rank's own failure: a traceback
+    through torch/distributed/ (a cut may drop distributed_c10d.py below c10d_logger's
+    ``wrapper``: CosyVoice2, part P), and one its rank printed after reporting a collective
+    timeout of its own among ``symptoms`` (the waiter's stack, cut inside accelerate's
+    ``prepare``: a Stable Audio run, part Q; after gloo's monitoredBarrier timeouts, part P)."""
+    if not (e.tagged("uncatalogued") and e.rank is not None and not e.cap("exc_type")):
+        return False
+    if "torch/distributed/" in (e.traceback or "").replace("\\", "/"):
+        return False
+    return not any(
+        t.category == Category.COLLECTIVE_TIMEOUT and t.rank == e.rank and t.file == e.file
+        and t.line < e.line
+        for t in symptoms
+    )

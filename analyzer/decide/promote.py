@@ -89,17 +89,26 @@ def survived(rows: Sequence[Event]) -> list[Event]:
     checkpoint save later in the same file and attempt, from the same rank, or from any rank
     when the root's own line names none) is a survived error, not the cause: it becomes
     context tagged ``survived`` (the report lists it as a note). A death or a SLURM end never
-    survives, and a line's level decides nothing: what followed it does."""
+    survives, and a line's level decides nothing: what followed it does. Training printed
+    below a later launch's start-up line (tag ``launch-start``) is that launch's: a file the
+    job was launched again into (PaddlePaddle's ``workerlog.N``, opened in append mode) shows
+    nothing of the earlier run going on."""
     last: dict[tuple[str, int | None], list[Event]] = {}
+    starts: dict[str, list[int]] = {}
     for r in rows:
         if carried_on(r):
             last.setdefault((r.file, r.attempt), []).append(r)
+        elif r.tagged("launch-start"):
+            starts.setdefault(r.file, []).append(r.line)
     if not last:
         return list(rows)
-    return [_survived(r, last.get((r.file, r.attempt), ())) or r for r in rows]
+    return [
+        _survived(r, last.get((r.file, r.attempt), ()), starts.get(r.file, ())) or r
+        for r in rows
+    ]
 
 
-def _survived(r: Event, later: Sequence[Event]) -> Event | None:
+def _survived(r: Event, later: Sequence[Event], starts: Sequence[int]) -> Event | None:
     if r.role != ROOT or r.tagged("death") or r.category in SLURM_END_CATEGORIES:
         return None
     went_on = next(
@@ -107,6 +116,7 @@ def _survived(r: Event, later: Sequence[Event]) -> Event | None:
             p
             for p in later
             if p.line > r.line
+            and not any(r.line < s < p.line for s in starts)
             and (r.rank is None or p.rank == r.rank or (p.rank is None and not _uncaught(r)))
             and (r.time is None or p.time is None or p.time >= r.time)
         ),

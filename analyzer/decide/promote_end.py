@@ -46,15 +46,69 @@ def relaunched(rows: Sequence[Event]) -> list[Event]:
     starts: dict[tuple[str, int | None, str | None], list[Event]] = {}
     for r in rows:
         if r.tagged("launch-start"):
-            starts.setdefault((r.file, r.node_index, r.host), []).append(r)
+            seen = starts.setdefault((r.file, r.node_index, r.host), [])
+            if not (seen and _one_start(seen[-1], r)):
+                seen.append(r)
     last: dict[str, Event] = {}
     for (file, _node, _host), seen in starts.items():
         if len(seen) > 1 and (file not in last or seen[-1].line > last[file].line):
             last[file] = seen[-1]
-    last = {f: s for f, s in last.items() if _last_run_counts(rows, s)}
+    last = _last_shared(starts, last)
+    counted = [s for s in last.values() if _last_run_counts(rows, s)]
+    last = {f: s for f, s in last.items() if s in counted or _one_launch(s, counted)}
     if not last:
         return list(rows)
     return [_before_relaunch(r, last[r.file]) if r.file in last else r for r in rows]
+
+
+def _last_shared(
+    starts: dict[tuple[str, int | None, str | None], list[Event]], last: dict[str, Event]
+) -> dict[str, Event]:
+    """Each file's start of the job's last launch where the files of one launcher share it.
+
+    A launcher that writes each worker's output to a file of its own (PaddlePaddle's
+    ``workerlog.N``, detectron2's ``log.txt.rankN``) prints their start-up lines together; a
+    later start in one file alone is a single process run into the same log folder (a one-GPU
+    debugging run: PaddleDetection's committed log/, tests/wild part P), not a relaunch of the
+    job. So a file's last launch is the latest start it shares with another file, when it
+    shares any; a file whose shared start is its first has no earlier run to set aside."""
+    by_file: dict[str, list[Event]] = {}
+    for (file, _node, _host), seen in starts.items():
+        by_file.setdefault(file, []).extend(seen)
+    if len(by_file) < 2:
+        return last
+    out: dict[str, Event] = {}
+    for file, seen in by_file.items():
+        others = [s for f, ss in by_file.items() if f != file for s in ss]
+        shared = [s for s in seen if _one_launch(s, others)]
+        if not shared:
+            if file in last:
+                out[file] = last[file]
+        elif shared[-1] is not seen[0]:
+            out[file] = shared[-1]
+    return out
+
+
+_ONE_LAUNCH_S = 10
+"""How far apart the start-up lines of one launch's processes are printed (seconds)."""
+
+
+def _one_start(a: Event, b: Event) -> bool:
+    """Whether two start-up lines are one launch's: printed within ``_ONE_LAUNCH_S`` of each
+    other (two trainers' lines in one file; one process's line per ring)."""
+    return (
+        a.time is not None and b.time is not None
+        and abs((b.time - a.time).total_seconds()) <= _ONE_LAUNCH_S
+    )
+
+
+def _one_launch(start: Event, counted: Sequence[Event]) -> bool:
+    """Whether ``start`` begins the launch whose last run counts in another file (the same
+    start-up line, printed with it). A launcher that appends each worker's output to a file of
+    its own (PaddlePaddle's ``workerlog.N``, opened in append mode; detectron2's
+    ``log.txt.rankN``) starts every worker's last run together: that run is the last in every
+    file, though only the worker that failed or went on shows so in its own."""
+    return any(c.pattern_id == start.pattern_id and _one_start(c, start) for c in counted)
 
 
 def _last_run_counts(rows: Sequence[Event], start: Event) -> bool:

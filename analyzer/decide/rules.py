@@ -23,7 +23,13 @@ from analyzer.decide.hangs import find_culprit
 from analyzer.decide.ids import VerdictId
 from analyzer.decide.jobview import JobView
 from analyzer.decide.ordering import SKEW, clearly_first, earliest, first_per_rank, key, signature
-from analyzer.decide.predicates import SIGNAL_CATEGORY, exit_code, exit_code_stopped, went_on
+from analyzer.decide.predicates import (
+    SIGNAL_CATEGORY,
+    cut_own_traceback,
+    exit_code,
+    exit_code_stopped,
+    went_on,
+)
 from analyzer.decide.proposal import Proposal, VerdictRule
 from analyzer.model.event import CONTEXT, Event
 
@@ -154,23 +160,10 @@ def cut_traceback(job: JobView) -> Proposal | None:
     type the log lost, and the other ranks' timeouts and exits followed it. The verdict is that
     exception (or what its frames say, e.g. a checkpoint failure), at low confidence. Cut
     tracebacks of two ranks or more do not single one out: the rule does not apply."""
-    cut = [r for r in job.symptoms if cut_own_traceback(r)]
+    cut = [r for r in job.symptoms if cut_own_traceback(r, job.symptoms)]
     if len({r.rank for r in cut}) != 1:
         return None
     return Proposal(VerdictId.CUT_TRACEBACK, earliest(cut), CONFIDENCE[VerdictId.CUT_TRACEBACK])
-
-
-def cut_own_traceback(e: Event) -> bool:
-    """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
-    ends inside it): that rank raised an uncaught Python exception whose type the log lost.
-    A traceback through torch/distributed/ is left alone: it may be a collective's timeout (a
-    cut may drop distributed_c10d.py below c10d_logger's ``wrapper``: CosyVoice2, part P)."""
-    return (
-        e.tagged("uncatalogued")
-        and e.rank is not None
-        and not e.cap("exc_type")
-        and "torch/distributed/" not in (e.traceback or "").replace("\\", "/")
-    )
 
 
 def hang(job: JobView) -> Proposal | None:
