@@ -66,3 +66,11 @@ def test_a_traceback_cut_after_its_ranks_own_timeout_is_a_waiters() -> None:
     assert cut and not cut_own_traceback(cut[0], a.rows)
     v = a.diagnosis.verdict
     assert (v.category, v.rank) == ("collective_timeout", 0)
+
+
+def test_a_files_earlier_runs_are_one_note() -> None:
+    """Twelve launches appended to eight workerlogs left 487 notes, one per failure of an
+    earlier run (the report ran to a thousand lines): now one per file, with the number."""
+    notes = [n for n in survived_notes(wild_analysis(SEMI_DETR).rows) if "earlier run" in n]
+    assert len(notes) == 8
+    assert all("more earlier-run failures in workerlog." in n for n in notes)

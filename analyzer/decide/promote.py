@@ -316,8 +316,26 @@ def survived_notes(rows: Sequence[Event]) -> list[str]:
     """One note per failure a promotion found the job got past (tag ``survived``: an error its
     writer survived, an attempt the launcher restarted from, a crash at exit after training
     finished, a worker's exit above the job's finish, an exception Python ignored), in row
-    order; the promotions are the decision's, in its order."""
-    return [r.cause for r in promote(rows) if r.tagged("survived")]
+    order; the promotions are the decision's, in its order. The failures of earlier runs of
+    one file (tag ``earlier-run``: a file a job was launched again into ten times holds
+    hundreds) are one note, the first's, with their number."""
+    notes: list[str] = []
+    earlier: dict[str, tuple[int, int]] = {}
+    """Per file, the index of its first earlier-run note and how many it stands for."""
+    for r in promote(rows):
+        if not r.tagged("survived") or r.cause is None:
+            continue
+        if r.tagged("earlier-run"):
+            if r.file in earlier:
+                at, n = earlier[r.file]
+                earlier[r.file] = (at, n + 1)
+                continue
+            earlier[r.file] = (len(notes), 1)
+        notes.append(r.cause)
+    for file, (at, n) in earlier.items():
+        if n > 1:
+            notes[at] = wording.earlier_runs_note(notes[at], n - 1, file)
+    return notes
 
 
 def promote(rows: Sequence[Event]) -> list[Event]:

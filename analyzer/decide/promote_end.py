@@ -130,9 +130,10 @@ def _own_failure(r: Event) -> bool:
 def _before_relaunch(r: Event, start: Event) -> Event:
     if r.line >= start.line or (r.time and start.time and r.time > start.time):
         return r  # below the last start, or printed after it (another node's block)
-    return _set_aside(
+    out = _set_aside(
         r, _OF_A_RUN, lambda what: wording.relaunched_note(what, r.file, r.line, start.line)
     )
+    return replace(out, tags=out.tags | {"earlier-run"}) if out.tagged("survived") else out
 
 
 def escalated_kill(rows: Sequence[Event]) -> list[Event]:

@@ -152,6 +152,13 @@ def relaunched_note(what: str, file: str, line: int, later: int) -> str:
     )
 
 
+def earlier_runs_note(first: str, more: int, file: str) -> str:
+    """``first``, the note of a file's first earlier-run failure, standing for ``more`` others
+    of the same file (``promote.survived_notes``)."""
+    runs = "failure" if more == 1 else "failures"
+    return f"{first}; {more} more earlier-run {runs} in {file} set aside likewise"
+
+
 def restarted_note(what: str, file: str, line: int, attempt: int, ok: int) -> str:
     """The note of a failure the launcher restarted from (``promote.restarted_and_finished``)."""
     return (
