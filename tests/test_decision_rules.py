@@ -643,8 +643,26 @@ def test_still_working_names_the_rank_absent_while_a_bar_counts_on() -> None:
                     text="78% 25/32 [01:12<00:20,  2.86s/it] Some NCCL operations have failed")
     d = ranked(*outs, later)
     assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (0, "still-working", "likely")
-    assert ranked(*outs).rank is None  # the bar does not go on
+    quiet = ranked(*outs)  # the bar does not go on: rank 0 is only the silent one
+    assert (quiet.rank, quiet.rule, certainty(quiet.rank, quiet.rule, False)) == (
+        0, "silent-rank", "possible")
     assert ranked(*outs, later, world=8).rank is None  # ranks 0, 4-7 are all absent
+
+
+def test_silent_rank_is_the_one_rank_up_to_the_highest_reporting_without_a_timeout() -> None:
+    """Ranks 1-3 time out and rank 0 says nothing: possibly the one they waited for (a
+    LatentWire ablation's rank 0 stopped early, part Q); with ranks 1 and 3 alone two ranks are
+    silent, and a world of 8 leaves five: no rank."""
+
+    def timeout(rank: int) -> Event:
+        return ev("collective_timeout", "symptom", line=rank, rank=rank, seconds=rank,
+                  roles={"pg_rank": str(rank)})
+
+    d = ranked(timeout(1), timeout(2), timeout(3))
+    assert (d.rank, d.rule, certainty(d.rank, d.rule, False)) == (0, "silent-rank", "possible")
+    assert ranked(timeout(1), timeout(3)).rank is None
+    assert ranked(timeout(1), timeout(2), timeout(3), world=8).rank is None
+    assert ranked(timeout(1)).rank is None  # one report: nothing to compare
 
 
 def _launcher_reports(rank: int) -> tuple[Event, Event]:

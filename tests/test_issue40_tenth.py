@@ -14,6 +14,7 @@ KEYPOINT = "q-other-paddle-launch-2gpu-rtdetr-keypoint-train-workerlogs"
 RTDETR = "p-other-paddle-launch-4gpu-rtdetr-ppdet-train"
 SEMI_DETR = "p-other-paddle-launch-8gpu-ppdet-semi-detr-runs"
 STABLE_AUDIO = "q-accelerate-stableaudio-dit-4gpu-train"
+KART = "q-mp-spawn-kart-world-model-ddp-train"
 
 
 def test_paddles_launcher_names_the_aborted_trainer() -> None:
@@ -74,3 +75,20 @@ def test_a_files_earlier_runs_are_one_note() -> None:
     notes = [n for n in survived_notes(wild_analysis(SEMI_DETR).rows) if "earlier run" in n]
     assert len(notes) == 8
     assert all("more earlier-run failures in workerlog." in n for n in notes)
+
+
+def test_a_cut_traceback_known_by_its_local_rank_is_its_processs_failure() -> None:
+    """mp.spawn's `-- Process 0 terminated with the following error:` above a traceback cut
+    inside DDP's forward: process 0 raised, and its peers' store errors followed (the tool
+    read the heartbeat's store error as a rendezvous failure)."""
+    v = wild_analysis(KART).diagnosis.verdict
+    assert v.category == "python_exception"
+    assert v.pattern_id == "python.traceback"
+
+
+def test_the_one_silent_rank_of_a_hang_is_possible() -> None:
+    """Ranks 1-3 of four time out in ALLREDUCE after rank 0 printed its early stop: rank 0,
+    `possible` (no rank was named)."""
+    v = wild_analysis("q-torchrun-4gpu-translator-ablation-train").diagnosis.verdict
+    assert (v.category, v.rank, v.rank_certainty) == ("collective_timeout", 0, "possible")
+    assert "may be the one they waited for" in v.cause

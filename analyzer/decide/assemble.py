@@ -84,9 +84,9 @@ def _hang_texts(p: Proposal, job: JobView, d: RankDecision) -> tuple[str, str]:
     assert first is not None and finding is not None
     ranks = len(reporting_ranks(p.timeouts))
     what = wording.collective(first.cap("op"), first.cap("seq"))
-    if d.rule == RankId.STILL_WORKING:
+    if d.rule in (RankId.STILL_WORKING, RankId.SILENT_RANK):
         reason = rank_note(d.rule, d.facts)
-        cause = wording.hang_cause(ranks, what, d.rank, reason)
+        cause = wording.hang_cause(ranks, what, d.rank, reason, d.rule == RankId.SILENT_RANK)
     else:
         cause = wording.hang_cause(ranks, what, finding.rank, finding.reason)
     base = fill_template(first.fix or "", _values(first, job.facts))

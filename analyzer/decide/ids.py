@@ -37,6 +37,7 @@ class RankId(StrEnum):
     SLURM_END = "slurm-end"
     CULPRIT = "culprit"
     STILL_WORKING = "still-working"
+    SILENT_RANK = "silent-rank"
     SAME_WAY_FIRST = "same-way-first"
     SAME_WAY_TOGETHER = "same-way-together"
     SAME_WAY_UNRANKED = "same-way-unranked"

@@ -196,17 +196,21 @@ def death_times(rows: Iterable[Event]) -> dict[str, dict[int, datetime | None]]:
 def cut_own_traceback(e: Event, symptoms: Iterable[Event] = ()) -> bool:
     """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
     ends inside it): that rank raised an uncaught Python exception whose type the log lost.
+    Its owner is its rank, or its local rank where only that is known (mp.spawn's
+    ``-- Process 0 terminated with the following error:`` above it: a DIAMOND world-model run,
+    part Q, whose peers' store errors followed).
     Left alone, as a collective's unwinding rather than the rank's own failure: a traceback
     through torch/distributed/ (a cut may drop distributed_c10d.py below c10d_logger's
     ``wrapper``: CosyVoice2, part P), and one its rank printed after reporting a collective
     timeout of its own among ``symptoms`` (the waiter's stack, cut inside accelerate's
     ``prepare``: a Stable Audio run, part Q; after gloo's monitoredBarrier timeouts, part P)."""
-    if not (e.tagged("uncatalogued") and e.rank is not None and not e.cap("exc_type")):
+    owner = e.rank if e.rank is not None else e.local_rank
+    if not (e.tagged("uncatalogued") and owner is not None and not e.cap("exc_type")):
         return False
     if "torch/distributed/" in (e.traceback or "").replace("\\", "/"):
         return False
     return not any(
-        t.category == Category.COLLECTIVE_TIMEOUT and t.rank == e.rank and t.file == e.file
+        t.category == Category.COLLECTIVE_TIMEOUT and t.rank == owner and t.file == e.file
         and t.line < e.line
         for t in symptoms
     )

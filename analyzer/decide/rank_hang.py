@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from analyzer.decide.ids import HangId, RankId
 from analyzer.decide.jobview import JobView
-from analyzer.decide.rank_model import HANGS, Outcome, RankDecision, RankRule, one
+from analyzer.decide.rank_model import HANGS, Certainty, Outcome, RankDecision, RankRule, one
 from analyzer.decide.rank_rules import bar_went_on, reporting_ranks
 from analyzer.decide.rules import Proposal
 
@@ -75,6 +75,30 @@ def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | 
                           "reporting": reports})
 
 
+def silent_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | None:
+    """A hang whose timeouts name no culprit, where exactly one rank of the job (every rank up
+    to the highest that reports, with the world size or a communicator's when known) reports
+    no timeout while two or more do: possibly the rank the others waited for (it finished
+    early, or was busy elsewhere with no progress bar to show it). Only possible: an excerpt
+    may leave out higher ranks, and a silent rank may have timed out unseen. Seen: a
+    LatentWire ablation whose rank 0 stopped early while ranks 1-3 timed out in ALLREDUCE
+    (part Q), and an xtuner LLaVA run whose rank 0 mapped the dataset alone (part N)."""
+    f = p.hang
+    if f is None or f.rank is not None or p.event is None or d.rank is not None:
+        return None  # a rule before it (still-working) named the rank on firmer ground
+    reporting = reporting_ranks(p.timeouts)
+    if len(reporting) < 2:
+        return None
+    absent = (set(job.universe) | set(range(max(reporting) + 1))) - reporting
+    if len(absent) != 1:
+        return None
+    (rank,) = absent
+    local, node, index = _where(job, rank)
+    reports = ", ".join(str(r) for r in sorted(reporting))
+    facts = {"rank": rank, "reporting": reports, "reason": f.reason}
+    return RankDecision(rank, local, node, index, RankId.SILENT_RANK, facts)
+
+
 CULPRIT = RankRule(
     (
         Outcome(
@@ -97,8 +121,20 @@ STILL_WORKING = RankRule(
     still_working,
 )
 
+SILENT_RANK = RankRule(
+    one(
+        RankId.SILENT_RANK,
+        "ranks {reporting} timed out and rank {rank}, the only rank up to the highest of them "
+        "that did not, may be the one they waited for",
+        Certainty.POSSIBLE,
+    ),
+    HANGS,
+    silent_rank,
+)
+
 RULES: tuple[RankRule, ...] = (
     CULPRIT,
     STILL_WORKING,
+    SILENT_RANK,
 )
 """This family's rules (``rank_decision`` orders them as ``RankId`` declares them)."""

@@ -161,7 +161,7 @@ def cut_traceback(job: JobView) -> Proposal | None:
     exception (or what its frames say, e.g. a checkpoint failure), at low confidence. Cut
     tracebacks of two ranks or more do not single one out: the rule does not apply."""
     cut = [r for r in job.symptoms if cut_own_traceback(r, job.symptoms)]
-    if len({r.rank for r in cut}) != 1:
+    if len({(r.rank, r.local_rank) for r in cut}) != 1:
         return None
     return Proposal(VerdictId.CUT_TRACEBACK, earliest(cut), CONFIDENCE[VerdictId.CUT_TRACEBACK])
 

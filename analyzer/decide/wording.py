@@ -19,8 +19,12 @@ from typing import Any
 ASSUMED = "assumed global rank = local rank: the logs show a single node"
 
 
-def hang_cause(ranks: int, what: str, culprit: int | None, reason: str) -> str:
-    """The cause of a hang verdict."""
+def hang_cause(
+    ranks: int, what: str, culprit: int | None, reason: str, possible: bool = False
+) -> str:
+    """The cause of a hang verdict (``possible``: the culprit is only a candidate)."""
+    if culprit is not None and possible:
+        return f"The job hung: {ranks} rank(s) timed out in {what}; {reason}."
     if culprit is not None:
         return (
             f"The job hung: {ranks} rank(s) timed out in {what}; the culprit is rank "

@@ -166,7 +166,7 @@ def _who(v: Verdict, hosts: dict[int, str]) -> str:
 CERTAINTY_WORDS = {
     "certain": "certain",
     "likely": "likely, not certain",
-    "possible": "possible: the only rank in view",
+    "possible": "possible, not confirmed",
     "assumed": "assumed",
 }
 """How the report says ``Verdict.rank_certainty`` next to the rank."""
