@@ -10,7 +10,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.catalog.load import load_catalog
+from analyzer.catalog.cache import digest
+from analyzer.catalog.load import builtin_files, load_catalog, pattern_dirs_from_env
 from analyzer.catalog.model import Catalog
 from analyzer.decide.flightrec import evidence_rows
 from analyzer.decide.reason import ReadSummary, diagnose_rows
@@ -228,6 +229,28 @@ def _with_scheduler(d: Diagnosis, job: SlurmJob) -> Diagnosis:
     )
 
 
+_BUILTIN: dict[str, Catalog] = {}
+"""The built-in catalog ``analyze`` loaded, by its files' digest (``_catalog``)."""
+
+
+def _catalog(patterns: Sequence[Path]) -> Catalog:
+    """The catalog of an analysis given none: with user patterns (``patterns``, or
+    ``MCORE_DIAGNOSE_PATTERNS``) loaded anew each time (a user regex that runs out of time is
+    disabled for the run that met it, and reported there); the built-in one loaded once per
+    process while its files are unchanged, and with it the reader's compiled scanner
+    (``read.readjob.scanner_for``): about 0.1 s of each later call (a library user's loop,
+    the test suite). Built-in patterns are never changed once loaded."""
+    if patterns or pattern_dirs_from_env():
+        return load_catalog(list(patterns))
+    key = digest([(f, False) for f in builtin_files()])
+    if key is None:
+        return load_catalog()
+    if key not in _BUILTIN:
+        _BUILTIN.clear()
+        _BUILTIN[key] = load_catalog()
+    return _BUILTIN[key]
+
+
 @without_gc
 def analyze(
     paths: str | Path | Sequence[str | Path],
@@ -287,7 +310,7 @@ def analyze(
         for p in plist:
             if not os.path.lexists(p):
                 raise FileNotFoundError(errno.ENOENT, "no such job directory or log file", str(p))
-    cat = o.catalog or load_catalog(list(o.patterns))
+    cat = o.catalog or _catalog(o.patterns)
     disc = discover(plist)
     rr = read_job(disc, cat, workers=o.workers, progress=o.progress)
     att = attribute(rr.scans, cat)

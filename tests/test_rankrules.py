@@ -186,9 +186,10 @@ def test_the_rank_still_working_while_the_others_time_out_is_named(tmp_path: Pat
     assert "3 rank(s) timed out" in v.cause and "rank 0" in v.cause
 
 
-def test_no_rank_is_named_when_the_bar_stops_or_two_ranks_are_absent(tmp_path: Path) -> None:
-    stopped = YOLO_EVAL[:4]  # no bar after the timeouts
-    assert _analyze(tmp_path, stopped).diagnosis.verdict.rank is None
+def test_the_bar_stopping_leaves_a_possible_rank_and_two_absent_ranks_none(tmp_path: Path) -> None:
+    stopped = YOLO_EVAL[:4]  # no bar after the timeouts: rank 0 is only the silent one
+    v = _analyze(tmp_path, stopped).diagnosis.verdict
+    assert (v.rank, v.rank_rule, v.rank_certainty) == (0, "silent-rank", "possible")
     two_absent = [YOLO_EVAL[0], YOLO_EVAL[1], YOLO_EVAL[3], *YOLO_EVAL[4:]]  # rank 2 not shown
     v = _analyze(tmp_path, two_absent).diagnosis.verdict
     assert (v.category, v.rank) == ("collective_timeout", None)

@@ -141,6 +141,8 @@ DECISION_TAGS: dict[str, str] = {
     "finished checkpoint save): not the cause, listed as a note (`decide/promote.py`)",
     "srun-teardown": "a reasonless cancellation banner below an srun task's own exit: srun's "
     "teardown of the step, never the verdict by itself (`decide/promote.py`)",
+    "earlier-run": "a failure of an earlier launch in a file the job was launched again into: "
+    "a note, one per file with the number of others (`decide/promote_end.py`)",
 }
 """Tags the decision sets on events, never a pattern (the catalog refuses them)."""
 

@@ -43,17 +43,8 @@ def relaunched(rows: Sequence[Event]) -> list[Event]:
     A last run that shows neither (a sweep cut as its next launch starts, a run a person
     interrupted) leaves the earlier failure the verdict. Starts by different writers (srun's
     task labels, pdsh's hosts) are the nodes of one launch, not a relaunch."""
-    starts: dict[tuple[str, int | None, str | None], list[Event]] = {}
-    for r in rows:
-        if r.tagged("launch-start"):
-            seen = starts.setdefault((r.file, r.node_index, r.host), [])
-            if not (seen and _one_start(seen[-1], r)):
-                seen.append(r)
-    last: dict[str, Event] = {}
-    for (file, _node, _host), seen in starts.items():
-        if len(seen) > 1 and (file not in last or seen[-1].line > last[file].line):
-            last[file] = seen[-1]
-    last = _last_shared(starts, last)
+    starts = _launch_starts(rows)
+    last = _last_shared(starts, _last_starts(starts))
     counted = [s for s in last.values() if _last_run_counts(rows, s)]
     last = {f: s for f, s in last.items() if s in counted or _one_launch(s, counted)}
     if not last:
@@ -61,9 +52,31 @@ def relaunched(rows: Sequence[Event]) -> list[Event]:
     return [_before_relaunch(r, last[r.file]) if r.file in last else r for r in rows]
 
 
-def _last_shared(
-    starts: dict[tuple[str, int | None, str | None], list[Event]], last: dict[str, Event]
-) -> dict[str, Event]:
+_Starts = dict[tuple[str, int | None, str | None], list[Event]]
+"""Launch start-up lines by writer (file, node, host), one per launch, in row order."""
+
+
+def _launch_starts(rows: Sequence[Event]) -> _Starts:
+    """Each writer's launch start-up lines, those printed together counted once."""
+    starts: _Starts = {}
+    for r in rows:
+        if r.tagged("launch-start"):
+            seen = starts.setdefault((r.file, r.node_index, r.host), [])
+            if not (seen and _one_start(seen[-1], r)):
+                seen.append(r)
+    return starts
+
+
+def _last_starts(starts: _Starts) -> dict[str, Event]:
+    """Per file that a writer launched into more than once, its last launch's start."""
+    last: dict[str, Event] = {}
+    for (file, _node, _host), seen in starts.items():
+        if len(seen) > 1 and (file not in last or seen[-1].line > last[file].line):
+            last[file] = seen[-1]
+    return last
+
+
+def _last_shared(starts: _Starts, last: dict[str, Event]) -> dict[str, Event]:
     """Each file's start of the job's last launch where the files of one launcher share it.
 
     A launcher that writes each worker's output to a file of its own (PaddlePaddle's
