@@ -57,13 +57,23 @@ _Starts = dict[tuple[str, int | None, str | None], list[Event]]
 
 
 def _launch_starts(rows: Sequence[Event]) -> _Starts:
-    """Each writer's launch start-up lines, those printed together counted once."""
+    """Each writer's launch start-up lines, those printed together (within ``_ONE_LAUNCH_S``
+    and ``_ONE_LAUNCH_LINES``, with no failure between them: a log whose every line carries
+    one collector's time is still read by its lines) counted once."""
     starts: _Starts = {}
+    failed: set[str] = set()
+    """Files with a failure below their writers' last start."""
     for r in rows:
         if r.tagged("launch-start"):
             seen = starts.setdefault((r.file, r.node_index, r.host), [])
-            if not (seen and _one_start(seen[-1], r)):
+            if not (
+                seen and r.file not in failed and r.line - seen[-1].line <= _ONE_LAUNCH_LINES
+                and _one_start(seen[-1], r)
+            ):
                 seen.append(r)
+            failed.discard(r.file)
+        elif r.role == ROOT or r.tagged("death") or r.traceback is not None:
+            failed.add(r.file)
     return starts
 
 
@@ -104,6 +114,8 @@ def _last_shared(starts: _Starts, last: dict[str, Event]) -> dict[str, Event]:
 
 _ONE_LAUNCH_S = 10
 """How far apart the start-up lines of one launch's processes are printed (seconds)."""
+_ONE_LAUNCH_LINES = 50
+"""... and, in one file, how many lines apart (two trainers' lines, one per ring: adjacent)."""
 
 
 def _one_start(a: Event, b: Event) -> bool:
