@@ -92,3 +92,11 @@ def test_the_one_silent_rank_of_a_hang_is_possible() -> None:
     v = wild_analysis("q-torchrun-4gpu-translator-ablation-train").diagnosis.verdict
     assert (v.category, v.rank, v.rank_certainty) == ("collective_timeout", 0, "possible")
     assert "may be the one they waited for" in v.cause
+
+
+def test_an_empty_image_for_opencv_is_an_unreadable_data_file() -> None:
+    """Both ranks' `(-215:Assertion failed) !_src.empty() in function 'cvtColor'` after 126
+    epochs on the same data: an image that could not be read (a Python exception before)."""
+    case = "q-other-paddle-launch-2gpu-ritm-interactive-seg-workerlogs"
+    v = wild_analysis(case).diagnosis.verdict
+    assert (v.category, v.pattern_id) == ("storage", "storage.image_not_read")
