@@ -193,7 +193,7 @@ def death_times(rows: Iterable[Event]) -> dict[str, dict[int, datetime | None]]:
     return groups
 
 
-def cut_own_traceback(e: Event, symptoms: Iterable[Event] = ()) -> bool:
+def cut_own_traceback(e: Event, symptoms: Iterable[Event]) -> bool:
     """Whether ``e`` is a rank's own traceback cut before its exception line (a paste that
     ends inside it): that rank raised an uncaught Python exception whose type the log lost.
     Its owner is its rank, or its local rank where only that is known (mp.spawn's
@@ -202,8 +202,9 @@ def cut_own_traceback(e: Event, symptoms: Iterable[Event] = ()) -> bool:
     Left alone, as a collective's unwinding rather than the rank's own failure: a traceback
     through torch/distributed/ (a cut may drop distributed_c10d.py below c10d_logger's
     ``wrapper``: CosyVoice2, part P), and one its rank printed after reporting a collective
-    timeout of its own among ``symptoms`` (the waiter's stack, cut inside accelerate's
-    ``prepare``: a Stable Audio run, part Q; after gloo's monitoredBarrier timeouts, part P)."""
+    timeout of its own among ``symptoms``: a rank that timed out waiting is a waiter by what
+    it said, whatever the frames of its stack (one project seen, a Stable Audio run cut inside
+    accelerate's ``prepare``, part Q; the class is the timeout's, not the framework's)."""
     owner = e.rank if e.rank is not None else e.local_rank
     if not (e.tagged("uncatalogued") and owner is not None and not e.cap("exc_type")):
         return False

@@ -8,6 +8,7 @@ change the rows they are given.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -103,6 +104,8 @@ def survived(rows: Sequence[Event]) -> list[Event]:
             starts.setdefault(r.file, []).append(r.line)
     if not last:
         return list(rows)
+    for lines in starts.values():
+        lines.sort()
     return [
         _survived(r, last.get((r.file, r.attempt), ()), starts.get(r.file, ())) or r
         for r in rows
@@ -129,10 +132,17 @@ def _went_on_after(r: Event, p: Event, starts: Sequence[int]) -> bool:
     program), and not earlier in time."""
     return (
         p.line > r.line
-        and not any(r.line < s < p.line for s in starts)
+        and not _started_between(starts, r.line, p.line)
         and (r.rank is None or p.rank == r.rank or (p.rank is None and not _uncaught(r)))
         and (r.time is None or p.time is None or p.time >= r.time)
     )
+
+
+def _started_between(starts: Sequence[int], a: int, b: int) -> bool:
+    """Whether a launch started on a line strictly between ``a`` and ``b`` (``starts``: the
+    file's start-up lines, in order)."""
+    i = bisect_right(starts, a)
+    return i < len(starts) and starts[i] < b
 
 
 _TOP_FRAME = regex.compile(r'File "[^"]*", line \d+, in <module>')

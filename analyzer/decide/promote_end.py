@@ -5,8 +5,10 @@ verdict rests on what ended the job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 from analyzer.catalog.vocabulary import SLURM_END_CATEGORIES, Category
 from analyzer.decide import wording
@@ -45,8 +47,8 @@ def relaunched(rows: Sequence[Event]) -> list[Event]:
     task labels, pdsh's hosts) are the nodes of one launch, not a relaunch."""
     starts = _launch_starts(rows)
     last = _last_shared(starts, _last_starts(starts))
-    counted = [s for s in last.values() if _last_run_counts(rows, s)]
-    last = {f: s for f, s in last.items() if s in counted or _one_launch(s, counted)}
+    counted = _Launches(_runs_that_count(rows, last))
+    last = {f: s for f, s in last.items() if counted.near(s, other_file=False)}
     if not last:
         return list(rows)
     return [_before_relaunch(r, last[r.file]) if r.file in last else r for r in rows]
@@ -100,10 +102,10 @@ def _last_shared(starts: _Starts, last: dict[str, Event]) -> dict[str, Event]:
         by_file.setdefault(file, []).extend(seen)
     if len(by_file) < 2:
         return last
+    every = _Launches(s for seen in by_file.values() for s in seen)
     out: dict[str, Event] = {}
     for file, seen in by_file.items():
-        others = [s for f, ss in by_file.items() if f != file for s in ss]
-        shared = [s for s in seen if _one_launch(s, others)]
+        shared = [s for s in seen if every.near(s, other_file=True)]
         if not shared:
             if file in last:
                 out[file] = last[file]
@@ -127,22 +129,50 @@ def _one_start(a: Event, b: Event) -> bool:
     )
 
 
-def _one_launch(start: Event, counted: Sequence[Event]) -> bool:
-    """Whether ``start`` begins the launch whose last run counts in another file (the same
-    start-up line, printed with it). A launcher that appends each worker's output to a file of
-    its own (PaddlePaddle's ``workerlog.N``, opened in append mode; detectron2's
-    ``log.txt.rankN``) starts every worker's last run together: that run is the last in every
-    file, though only the worker that failed or went on shows so in its own."""
-    return any(c.pattern_id == start.pattern_id and _one_start(c, start) for c in counted)
+class _Launches:
+    """Start-up lines, looked up by pattern and time: those a start was printed with
+    (``_one_start``). A launcher that appends each worker's output to a file of its own
+    (PaddlePaddle's ``workerlog.N``, opened in append mode; detectron2's ``log.txt.rankN``)
+    starts every worker's run together: a run that is the last in one file is the last in
+    every file, though only the worker that failed or went on shows so in its own. Sorted by
+    time, so a job of thousands of per-rank files is not compared file against file."""
+
+    def __init__(self, starts: Iterable[Event]) -> None:
+        timed: dict[str, list[tuple[datetime, str]]] = {}
+        self._untimed: set[tuple[str, int]] = set()
+        for s in starts:
+            if s.time is None:
+                self._untimed.add((s.file, s.line))
+            else:
+                timed.setdefault(s.pattern_id, []).append((s.time, s.file))
+        self._times = {pid: [t for t, _f in sorted(v)] for pid, v in timed.items()}
+        self._files = {pid: [f for _t, f in sorted(v)] for pid, v in timed.items()}
+
+    def near(self, start: Event, *, other_file: bool) -> bool:
+        """Whether one of these was printed with ``start`` (itself included, unless
+        ``other_file``: then one in another file)."""
+        if start.time is None:
+            return not other_file and (start.file, start.line) in self._untimed
+        times = self._times.get(start.pattern_id, [])
+        window = timedelta(seconds=_ONE_LAUNCH_S)
+        lo = bisect_left(times, start.time - window)
+        hi = bisect_right(times, start.time + window)
+        files = self._files[start.pattern_id][lo:hi] if hi > lo else []
+        return any(f != start.file for f in files) if other_file else bool(files)
 
 
-def _last_run_counts(rows: Sequence[Event], start: Event) -> bool:
-    """The run begun at ``start`` failed on its own (not a person's cancel) or went on."""
-    return any(
-        r.file == start.file and r.line > start.line
-        and (carried_on(r) or _own_failure(r))
-        for r in rows
-    )
+def _runs_that_count(rows: Sequence[Event], last: dict[str, Event]) -> list[Event]:
+    """The starts among ``last`` (one per file) whose run failed on its own (not a person's
+    cancel) or went on: one pass over the rows, whatever the number of files."""
+    counts: set[str] = set()
+    for r in rows:
+        start = last.get(r.file)
+        if (
+            start is not None and r.file not in counts and r.line > start.line
+            and (carried_on(r) or _own_failure(r))
+        ):
+            counts.add(r.file)
+    return [s for f, s in last.items() if f in counts]
 
 
 def _own_failure(r: Event) -> bool:

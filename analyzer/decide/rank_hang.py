@@ -54,21 +54,13 @@ def still_working(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | 
     exactly one rank of the job (the world size, else every rank up to the highest that
     reports) is absent from the reports (two or more), that rank kept the others waiting
     (likely, from the logs alone)."""
-    f = p.hang
-    if f is None or f.rank is not None or p.event is None:
+    silent = _sole_silent(job, p)
+    if silent is None or p.event is None:
         return None
-    reporting = reporting_ranks(p.timeouts)
-    if len(reporting) < 2:
-        return None
-    universe = set(job.universe) | set(range(max(reporting) + 1))
-    absent = universe - reporting
-    if len(absent) != 1:
-        return None
+    rank, reports = silent
     went_on = bar_went_on(job.rows, p.event)
-    (rank,) = absent
     if went_on is None or went_on.rank not in (None, rank):
         return None
-    reports = ", ".join(str(r) for r in sorted(reporting))
     out = d.taken_from(went_on, RankId.STILL_WORKING)
     return replace(out, rank=rank, local_rank=None,
                    facts={"file": went_on.file, "line": went_on.line, "rank": rank,
@@ -83,20 +75,29 @@ def silent_rank(job: JobView, p: Proposal, d: RankDecision) -> RankDecision | No
     may leave out higher ranks, and a silent rank may have timed out unseen. Seen: a
     LatentWire ablation whose rank 0 stopped early while ranks 1-3 timed out in ALLREDUCE
     (part Q), and an xtuner LLaVA run whose rank 0 mapped the dataset alone (part N)."""
-    f = p.hang
-    if f is None or f.rank is not None or p.event is None or d.rank is not None:
+    silent = _sole_silent(job, p)
+    if silent is None or d.rank is not None:
         return None  # a rule before it (still-working) named the rank on firmer ground
+    rank, reports = silent
+    local, node, index = _where(job, rank)
+    facts = {"rank": rank, "reporting": reports}
+    return RankDecision(rank, local, node, index, RankId.SILENT_RANK, facts)
+
+
+def _sole_silent(job: JobView, p: Proposal) -> tuple[int, str] | None:
+    """For a hang whose analysis named no culprit and whose timeouts two or more ranks
+    report: the one rank of the job (every rank up to the highest that reports, with the world
+    size or a communicator's when known) that reports none, and the reporting ranks as words;
+    None when no rank or several are silent."""
+    if p.hang is None or p.hang.rank is not None:
+        return None
     reporting = reporting_ranks(p.timeouts)
     if len(reporting) < 2:
         return None
     absent = (set(job.universe) | set(range(max(reporting) + 1))) - reporting
     if len(absent) != 1:
         return None
-    (rank,) = absent
-    local, node, index = _where(job, rank)
-    reports = ", ".join(str(r) for r in sorted(reporting))
-    facts = {"rank": rank, "reporting": reports, "reason": f.reason}
-    return RankDecision(rank, local, node, index, RankId.SILENT_RANK, facts)
+    return absent.pop(), ", ".join(str(r) for r in sorted(reporting))
 
 
 CULPRIT = RankRule(
