@@ -193,14 +193,20 @@ def test_the_lane_counts_what_the_whole_path_counts(
     assert {dict(row[4]).get("nccl_host") for row in with_lane} == {"node001"}  # type: ignore[arg-type]
 
 
+SHARDS = 6
+"""The corpus-wide checks below run as this many tests of every ``SHARDS``-th job each, so
+pytest-xdist spreads them over the cores (one test of the whole corpus took two minutes alone)."""
+
+
 @pytest.mark.slow
-def test_whole_message_match_equals_the_catalog() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS), ids=lambda i: f"jobs-{i + 1}-of-{SHARDS}")
+def test_whole_message_match_equals_the_catalog(shard: int) -> None:
     """``LineMatcher.match_text`` (the prefilter names the patterns to try) gives
     ``Catalog.match``'s answer on every needle line of the bundled and wild logs."""
     cat = builtin_catalog()
     matcher = LineMatcher(cat)
     tried = 0
-    for job in JOBS:
+    for job in JOBS[shard::SHARDS]:
         for lf in discover([job]).files:
             if lf.compressed or lf.encoding or lf.is_error_json:
                 continue
@@ -217,7 +223,8 @@ def test_whole_message_match_equals_the_catalog() -> None:
 
 
 @pytest.mark.slow
-def test_patterns_with_needles_equal_the_python_scan() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS), ids=lambda i: f"jobs-{i + 1}-of-{SHARDS}")
+def test_patterns_with_needles_equal_the_python_scan(shard: int) -> None:
     """``LineMatcher.with_needles`` (the near-miss search's patterns of a line the prefilter
     did not list) equals scanning every pattern's needles, on the bundled and wild logs."""
     from analyzer.catalog.model import match_priority
@@ -225,7 +232,7 @@ def test_patterns_with_needles_equal_the_python_scan() -> None:
     cat = builtin_catalog()
     matcher = LineMatcher(cat)
     lines = 0
-    for job in JOBS:
+    for job in JOBS[shard::SHARDS]:
         for lf in discover([job]).files:
             if lf.compressed or lf.encoding or lf.is_error_json:
                 continue
