@@ -210,7 +210,12 @@ def srun_teardown(rows: Sequence[Event]) -> list[Event]:
     after that task failed, not a person's ``scancel``: it stays the job's end (the failures above
     it still explain it) but is tagged ``srun-teardown``, so it is never the verdict by itself;
     the tasks srun then kills (``task 3: Killed`` below it) become context, and the task's exit
-    decides when nothing says more. srun prints the same three lines whatever the
+    decides when nothing says more. So do the tasks srun terminates below a task's own exit,
+    banner or not (``tasks 0-2: Terminated`` after ``task 3: Exited with exit code 255`` and
+    ``Terminating job step``: a TensorFlow Mesh job at IDRIS, part R; in the wild corpus
+    nccl-tests on Alps (task 159), a Megatron job on two nodes (task 1) and a UCX test at NERSC
+    (task 0's segfault)): the ``Terminated`` record is srun's SIGTERM, not a cancellation
+    that outranks the exit. srun prints the same three lines whatever the
     program: ``task N: Exited with exit code 1`` / ``_step_signal: Terminating StepId=…`` /
     the banner, as in facebookresearch/deit under submitit (task 5), a Megatron-LM job on
     Alps (task 1), a plain PyTorch DDP job on Perlmutter (task 7) and a two-node NCCL job
@@ -236,6 +241,13 @@ def srun_teardown(rows: Sequence[Event]) -> list[Event]:
         elif r.file in banner and r.tagged("task-exit") and r.category == Category.HOST_OOM:
             # "task 3: Killed" below the banner: srun's SIGKILL of the step, not the OOM killer
             out[i] = replace(r, role=CONTEXT, cause=wording.SRUN_TEARDOWN_KILL)
+        elif (
+            r.tagged("task-exit")
+            and r.category == Category.SLURM_CANCELLED
+            and exits.get(r.file, r.line) < r.line
+        ):
+            # "tasks 0-2: Terminated" below another task's own exit: srun's SIGTERM of the rest
+            out[i] = replace(r, role=CONTEXT, cause=wording.SRUN_TEARDOWN_TERM)
     return out
 
 

@@ -124,6 +124,9 @@ def srun_teardown_cause(file: str, exit_line: int) -> str:
 
 SRUN_TEARDOWN_TITLE = "srun cancelled the step after a task failed"
 SRUN_TEARDOWN_KILL = "killed by srun tearing the step down after another task failed: a victim"
+SRUN_TEARDOWN_TERM = (
+    "terminated by srun tearing the step down after another task exited on its own: a victim"
+)
 
 
 def ignored_note(what: str, file: str, line: int, header: int) -> str:
