@@ -77,10 +77,13 @@ def test_nccls_info_line_about_a_missing_plugin_is_no_failure() -> None:
 def test_a_keyboard_interrupt_is_a_person_stopping_the_job() -> None:
     """KeyboardInterrupt tracebacks after the launcher got SIGINT: were a Python exception
     (DeepSpeed-Chat's on rank 0, `certain`)."""
+    # DeepSpeed-Chat's launcher line "Main process received SIGINT" says the same first
+    # (torchelastic.launcher_interrupted, written after part R): either is the person's stop.
+    stops = ("python.signal.keyboard_interrupt", "torchelastic.launcher_interrupted")
     for case in (DSCHAT_CTRL_C, SIGN_CTRL_C):
         v = wild_analysis(case).diagnosis.verdict
-        assert (v.category, v.pattern_id, v.rank) == (
-            "slurm_cancelled", "python.signal.keyboard_interrupt", None), case
+        assert (v.category, v.rank) == ("slurm_cancelled", None), case
+        assert v.pattern_id in stops, case
 
 
 def test_an_earlier_failure_outweighs_a_later_interrupt() -> None:

@@ -156,6 +156,11 @@ KNOWN_GAPS = {
     "q-paddle-launch-ibot-vit-4gpu-workerlogs": "collector time reorders undated roots",
     "q-mp-spawn-kart-world-model-ddp-train": "srun labels on every line turn mp.spawn's "
     "exception into another reading",
+    # Found by issue 40's eleventh batch (tests/wild/README-r.md), open.
+    "r-other-paddle-launch-4gpu-ernie-layout-workerlogs": "collector time reorders undated roots",
+    "r-other-paddle-2rank-windows-uie-finetune-run": "collector time reorders undated roots",
+    "r-mpirun-horovodrun-2gpu-pytorch-movielens-notebook": "a quote or label before a "
+    "notebook's JSON strings leaves its output unread (the rank is lost)",
 }
 """Cases whose wrapped variants are known to differ (strict xfail: fixing one fails the test
 until it leaves this list)."""

@@ -122,6 +122,10 @@ TAGS: dict[str, str] = {
     "UCX): under srun, each task of such a job is one MPI rank (no launcher inside srun)",
     "port-in-use": "a store or socket could not bind its port (EADDRINUSE): with several srun "
     "tasks on one host, the launch advisories read it as several launchers per node",
+    "launcher-interrupt": "the launcher itself got SIGINT or SIGHUP (a person's stop): below "
+    "the launcher's own earlier stop on another signal it is that shutdown's, not the cause",
+    "launcher-stop": "the launcher itself got a stop signal (SIGTERM: a scheduler, a kill) and "
+    "shuts its workers down",
     "reasonless-cancel": "a cancellation banner that gives no reason: below an srun task's "
     "own exit in the same file it is srun's teardown, not a person's scancel",
     "store-lost": "an agent lost the rendezvous store: after a worker's own death it is the "

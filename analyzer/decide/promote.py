@@ -185,6 +185,24 @@ def _wraps(r: Event, w: Event, name: str) -> bool:
     )
 
 
+def interrupt_after_stop(rows: Sequence[Event]) -> list[Event]:
+    """The launcher's interrupt (SIGINT or SIGHUP, tag ``launcher-interrupt``: a person's stop)
+    below its own earlier stop on another signal in the same file (tag ``launcher-stop``:
+    torchrun's ``Received 15 death signal``) belongs to that shutdown: the SIGTERM came first,
+    so the interrupt is no cause (an OLMo run on 8 GPUs, part P: SIGTERM, then ``got signal:
+    1`` while its workers shut down)."""
+    stop: dict[str, int] = {}
+    for r in rows:
+        if r.tagged("launcher-stop"):
+            stop.setdefault(r.file, r.line)
+    return [
+        replace(r, role=SYMPTOM)
+        if r.role == ROOT and r.tagged("launcher-interrupt") and stop.get(r.file, r.line) < r.line
+        else r
+        for r in rows
+    ]
+
+
 def node_failed(rows: Sequence[Event]) -> list[Event]:
     """``CUDA error: unknown error`` (cudaErrorUnknown, which names no cause of its own) in a
     job that SLURM reports a node failure for is that node going down, not a CUDA fault of the
@@ -330,6 +348,7 @@ PROMOTIONS: tuple[Promotion, ...] = (
     Promotion("died-then-finished", died_then_finished),
     Promotion("ignored-exception", ignored_exception),
     Promotion("wrapped", wrapped),
+    Promotion("interrupt-after-stop", interrupt_after_stop),
     Promotion("node-failed", node_failed),
     Promotion("srun-teardown", srun_teardown),
     Promotion("store-lost-after-death", store_lost_after_death),
