@@ -33,10 +33,9 @@ def test_the_tasks_srun_terminates_after_a_tasks_own_exit_are_its_victims() -> N
     assert terminated and all(r.role == "context" for r in terminated)
 
 
-def test_terminated_records_above_any_own_exit_stay_symptoms() -> None:
-    """Only records below a task's own exit in the same file are srun's teardown: in the
-    nccl-tests run on Alps every Terminated record follows task 159's exit, so all are context,
-    and the verdict keeps task 159's own cause."""
+def test_terminated_records_below_a_tasks_own_exit_leave_its_cause_the_verdict() -> None:
+    """In the nccl-tests run on Alps every Terminated record follows task 159's exit: all
+    become context, and the verdict keeps task 159's own cause and rank."""
     a = wild_analysis(NCCL_TESTS)
     rows = promote(a.rows)
     exit_line = min(r.line for r in rows if r.pattern_id == "slurm.task.exit_code")
